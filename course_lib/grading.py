@@ -1,0 +1,186 @@
+"""Checks used by the graded test cells: every failure says what was expected and what came back.
+
+A test cell reads like this::
+
+    with forbid("torch.nn.RNN.forward", "course_lib.rnn.rnn_forward", exercise="rnn_forward"):
+        hs, h_T = rnn_forward(xs, h0, W_e, W_h, b)
+    check_shape("rnn_forward", hs, (B, T, d_h), name="hs")
+    check_close("rnn_forward", hs, expected_hs, name="hs")
+
+and a wrong answer fails with, for example::
+
+    GradingError: [rnn_forward] hs: values differ: max abs error 0.4137 at index (1, 3, 0)
+    (expected 0.2210, got -0.1927); allowed atol=1e-05, rtol=1e-05
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+# Every public spelling of the same operation, so that one name in forbid() closes every door.
+SOFTMAX = (
+    "torch.softmax",
+    "torch.Tensor.softmax",
+    "torch.nn.functional.softmax",
+    "torch.special.softmax",
+    "torch.nn.Softmax.forward",
+)
+SDPA = ("torch.nn.functional.scaled_dot_product_attention",)
+MULTIHEAD = ("torch.nn.MultiheadAttention.forward", "torch.nn.functional.multi_head_attention_forward")
+
+
+_MISSING = object()  # marks an attribute that forbid() found only on a base class
+
+
+class GradingError(AssertionError):
+    """A graded check failed; the message names the exercise and the difference."""
+
+
+class ForbiddenCallError(GradingError):
+    """The exercise called a function it is meant to implement itself."""
+
+
+def _fail(exercise: str, message: str) -> None:
+    raise GradingError(f"[{exercise}] {message}")
+
+
+def check(exercise: str, condition: Any, message: str) -> None:
+    """Fail with ``message`` unless ``condition`` is true."""
+    if condition is not True and not (isinstance(condition, (bool, np.bool_)) and bool(condition)):
+        _fail(exercise, message)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape} and dtype {value.dtype}"
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60] + '…' if len(text) > 60 else text}"
+
+
+def _as_tensor(exercise: str, value: Any, name: str, role: str) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, np.ndarray) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return torch.as_tensor(value)
+    _fail(exercise, f"{name}: {role} a tensor or a number, got {_describe(value)}")
+    raise AssertionError  # unreachable: _fail raises
+
+
+def check_shape(exercise: str, got: Any, expected_shape: Sequence[int | None], name: str = "output") -> None:
+    """``got`` must be a tensor of ``expected_shape`` (``None`` matches any size in that axis)."""
+    if not isinstance(got, (torch.Tensor, np.ndarray)):
+        _fail(exercise, f"{name}: expected a tensor of shape {tuple(expected_shape)}, got {_describe(got)}")
+    shape = tuple(got.shape)
+    expected = tuple(expected_shape)
+    if len(shape) != len(expected) or any(e is not None and e != s for e, s in zip(expected, shape)):
+        shown = tuple("*" if e is None else e for e in expected)
+        _fail(exercise, f"{name}: expected shape {shown}, got shape {shape}")
+
+
+def check_close(
+    exercise: str,
+    got: Any,
+    expected: Any,
+    *,
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    name: str = "output",
+    check_dtype: bool = False,
+) -> None:
+    """``got`` must equal ``expected`` elementwise within ``atol + rtol·|expected|``.
+
+    Tensors, arrays, numbers, and tuples/lists of them (compared item by item) are accepted.
+    The message gives the shapes, dtypes, the largest error and where it is.
+    """
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            _fail(exercise, f"{name}: expected a sequence of {len(expected)} items, got {_describe(got)}")
+        for i, (g, e) in enumerate(zip(got, expected)):
+            check_close(exercise, g, e, atol=atol, rtol=rtol, name=f"{name}[{i}]", check_dtype=check_dtype)
+        return
+    want = _as_tensor(exercise, expected, name, "the reference is")
+    have = _as_tensor(exercise, got, name, "expected")
+    if tuple(have.shape) != tuple(want.shape):
+        _fail(exercise, f"{name}: expected shape {tuple(want.shape)}, got shape {tuple(have.shape)}")
+    if check_dtype and have.dtype != want.dtype:
+        _fail(exercise, f"{name}: expected dtype {want.dtype}, got dtype {have.dtype}")
+    if have.is_complex() or want.is_complex():
+        have, want = torch.view_as_real(have.to(torch.complex128)), torch.view_as_real(want.to(torch.complex128))
+    have64, want64 = have.to(torch.float64).cpu(), want.to(torch.float64).cpu()
+    bad_nan = torch.isnan(have64) & ~torch.isnan(want64)
+    if bad_nan.any():
+        where = tuple(int(i) for i in bad_nan.nonzero()[0])
+        _fail(exercise, f"{name}: got NaN at index {where} ({int(bad_nan.sum())} NaN values in all); "
+                        f"expected {want64[where].item():.6g}")
+    both_nan = torch.isnan(have64) & torch.isnan(want64)
+    same_inf = torch.isinf(want64) & (have64 == want64)
+    error = (have64 - want64).abs().masked_fill(both_nan | same_inf, 0.0).nan_to_num(nan=math.inf)
+    allowed = atol + rtol * want64.abs().nan_to_num(posinf=0.0, neginf=0.0)
+    if (error > allowed).any():
+        worst = int(torch.argmax(error - allowed))
+        where = tuple(int(i) for i in np.unravel_index(worst, tuple(want64.shape))) if want64.dim() else ()
+        _fail(exercise, (
+            f"{name}: values differ: max abs error {error.max().item():.4g} at index {where} "
+            f"(expected {want64[where].item():.6g}, got {have64[where].item():.6g}); "
+            f"{int((error > allowed).sum())} of {want64.numel()} entries outside atol={atol:g}, rtol={rtol:g}"
+        ))
+
+
+def _resolve(dotted: str) -> tuple[Any, str]:
+    """Split ``"torch.nn.RNN.forward"`` into the object that owns the attribute and its name."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            owner = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:-1]:
+            owner = getattr(owner, attribute)
+        if not hasattr(owner, parts[-1]):
+            raise AttributeError(f"forbid(): {dotted} does not exist")
+        return owner, parts[-1]
+    raise ImportError(f"forbid(): cannot import any module of {dotted}")
+
+
+@contextlib.contextmanager
+def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
+    """Make the named functions raise :class:`ForbiddenCallError` inside the ``with`` block.
+
+    Used around a student's function to check it implements the idea rather than calling
+    torch's version (or course_lib's reference) of the same thing. Everything is restored on exit.
+    """
+    saved: list[tuple[Any, str, Any]] = []
+
+    def blocker(dotted: str):
+        def blocked(*args: Any, **kwargs: Any) -> Any:
+            raise ForbiddenCallError(
+                f"[{exercise}] your code called {dotted}, which this exercise asks you to write yourself"
+            )
+        return blocked
+
+    try:
+        for dotted in dotted_names:
+            owner, attribute = _resolve(dotted)
+            saved.append((owner, attribute, owner.__dict__.get(attribute, _MISSING) if isinstance(owner, type)
+                          else getattr(owner, attribute)))
+            setattr(owner, attribute, blocker(dotted))
+        yield
+    finally:
+        for owner, attribute, original in reversed(saved):
+            if original is _MISSING:
+                delattr(owner, attribute)  # the attribute was inherited: uncover the base class's again
+            else:
+                setattr(owner, attribute, original)
+
+
+__all__ = [
+    "GradingError", "ForbiddenCallError", "check", "check_shape", "check_close", "forbid",
+    "SOFTMAX", "SDPA", "MULTIHEAD",
+]

@@ -1,0 +1,91 @@
+"""``course check`` (the fast guard before a commit) and ``course build`` (the main job)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from .course import Assignment
+from .execute import execute, validate
+from .notebooks import dumps, graded_cells, read_notebook, write_if_changed
+from .release import plan_release
+
+
+@dataclass
+class Row:
+    assignment: str
+    tests: str  # "passed/total" for the solution
+    release: str  # "failing/total" for the release
+    seconds: float
+    headline: str
+    ok: bool
+
+
+def format_table(rows: list[Row]) -> str:
+    header = ("assignment", "solution tests passed", "release tests failing", "runtime", "headline")
+    lines = [header] + [(r.assignment, r.tests, r.release, _minutes(r.seconds), r.headline) for r in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
+    text.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(text)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
+
+
+def check(root: Path, selected: list[Assignment], out: TextIO | None = None) -> bool:
+    """Release in sync, every solution passes its graded tests, every release fails all of them."""
+    out = out or sys.stdout
+    ok = True
+    stale = plan_release(selected).out_of_sync()
+    if stale:
+        ok = False
+        shown = ", ".join(str(p.relative_to(root)) for p in stale)
+        print(f"out of sync with solutions/ (run `course release`): {shown}", file=out)
+    rows = []
+    for assignment in selected:
+        solution = validate(root, assignment.source)
+        release = validate(root, assignment.release, invert=True)
+        total = len(solution.passed) + len(solution.failed)
+        good = not solution.failed and not release.passed and total > 0
+        ok &= good
+        rows.append(Row(assignment.id, f"{len(solution.passed)}/{total}", f"{len(release.failed)}/{total}",
+                        solution.seconds + release.seconds, "", good))
+        for grade_id, error in solution.failed.items():
+            print(f"{assignment.id}: solution fails {grade_id}: {error.strip().splitlines()[-1] if error.strip() else ''}", file=out)
+        for grade_id in release.passed:
+            print(f"{assignment.id}: release passes {grade_id} without any work", file=out)
+    print(format_table(rows), file=out)
+    return ok
+
+
+def build(root: Path, selected: list[Assignment], profile: str, out: TextIO | None = None) -> bool:
+    """Regenerate the release, execute every solution in ``profile``, check the releases fail, tabulate."""
+    from ..train import read_results
+
+    out = out or sys.stdout
+
+    changed = plan_release(selected).apply()
+    print(f"release: {len(changed)} file(s) regenerated" if changed else "release: up to date", file=out)
+    rows = []
+    executed_dir = root / "build" / "executed"
+    for assignment in selected:
+        print(f"{assignment.id}: executing the solution in the {profile} profile …", file=out, flush=True)
+        run = execute(assignment.source, profile=profile)
+        write_if_changed(executed_dir / assignment.id / assignment.source.name, dumps(run.notebook))
+        release = validate(root, assignment.release, invert=True)
+        total = len(graded_cells(read_notebook(assignment.source)))
+        results = read_results(assignment.id) or {}
+        headline = results.get("headline", {})
+        shown = f"{headline['name']} {headline['value']:.1f}" if headline else "-"
+        good = not run.graded_failures and not run.other_errors and not release.passed
+        for grade_id, error in run.graded_failures.items():
+            print(f"{assignment.id}: solution fails {grade_id}: {error}", file=out)
+        for error in run.other_errors:
+            print(f"{assignment.id}: a cell raised {error}", file=out)
+        rows.append(Row(assignment.id, f"{total - len(run.graded_failures)}/{total}",
+                        f"{len(release.failed)}/{total}", run.seconds, shown, good))
+    print(format_table(rows), file=out)
+    return all(row.ok for row in rows)

@@ -1,0 +1,76 @@
+"""Where the course lives, which assignments it has, and nbgrader configured the course's way."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+class CourseError(Exception):
+    """A problem the user can fix; the CLI prints it on one line and exits non-zero."""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment: ``solutions/<id>/<id>.ipynb`` is its source, ``notebooks/<id>/<id>.ipynb`` its release."""
+
+    id: str
+    root: Path
+
+    @property
+    def source(self) -> Path:
+        return self.root / "solutions" / self.id / f"{self.id}.ipynb"
+
+    @property
+    def release(self) -> Path:
+        return self.root / "notebooks" / self.id / f"{self.id}.ipynb"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: the cwd) that holds ``nbgrader_config.py``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    raise CourseError(f"no {CONFIG_FILE} in {here} or any folder above it: run course from the course folder")
+
+
+def assignments(root: Path, only: list[str] | None = None) -> list[Assignment]:
+    """The assignments under ``solutions/`` in course order, or just ``only`` (checked to exist)."""
+    solutions = root / "solutions"
+    if not solutions.is_dir():
+        raise CourseError(f"{solutions}: folder not found")
+    found = sorted(p.name for p in solutions.iterdir() if (p / f"{p.name}.ipynb").is_file())
+    if not only:
+        return [Assignment(name, root) for name in found]
+    unknown = [name for name in only if name not in found]
+    if unknown:
+        raise CourseError(f"unknown assignment {', '.join(unknown)}: solutions/ has {', '.join(found) or 'none'}")
+    return [Assignment(name, root) for name in only]
+
+
+def nbgrader_config(root: Path, **overrides: dict) -> Config:
+    """The course's ``nbgrader_config.py`` as a traitlets Config, with per-section ``overrides``.
+
+    nbgrader's Python API does not read the file by itself; every tool of the course goes through
+    this function so that timeouts, the kernel's sys.path guard and ``add_missing_cells`` always apply.
+    """
+    config = PyFileConfigLoader(CONFIG_FILE, path=str(root)).load_config()
+    for section, values in overrides.items():
+        for key, value in values.items():
+            config[section][key] = value
+    _put_environment_tools_on_path()
+    return config
+
+
+def _put_environment_tools_on_path() -> None:
+    """nbgrader runs ``alembic`` as a subprocess; make the one beside this Python findable."""
+    tools = str(Path(sys.executable).parent)
+    if tools not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")

@@ -1,0 +1,22 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from course_lib.instructor.course import assignments
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSIGNMENTS = assignments(ROOT)
+
+# Tests never train for real and never write into the course's runs/ folder.
+os.environ["COURSE_PROFILE"] = "smoke"
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_runs(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+
+
+def assignment_params():
+    return [pytest.param(a, id=a.id) for a in ASSIGNMENTS]

@@ -1,0 +1,119 @@
+"""The course command on a toy course: release, check, build, and clear errors on bad input."""
+import json
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from course_lib.instructor.cli import main
+
+from .toy_course import make_toy_course
+
+
+@pytest.fixture
+def course(tmp_path, monkeypatch):
+    make_toy_course(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_help_lists_every_step():
+    out = subprocess.run([sys.executable, "-m", "course_lib.instructor.cli", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    for step in ("release", "check", "build"):
+        assert step in out
+
+
+def test_release_generates_and_is_byte_identical_when_run_twice(course, capsys):
+    assert main(["release"]) == 0
+    release = course / "notebooks" / "toy" / "toy.ipynb"
+    first = release.read_bytes()
+    stub = nbformat.reads(first.decode(), as_version=4)
+    assert "raise NotImplementedError()" in stub.cells[2].source
+    assert "HIDDEN" not in first.decode() and "-1.5" not in first.decode()
+    assert main(["release"]) == 0
+    assert release.read_bytes() == first
+    assert "0 file(s) changed" in capsys.readouterr().out
+
+
+def test_release_strips_outputs_from_solutions(course):
+    source = course / "solutions" / "toy" / "toy.ipynb"
+    notebook = nbformat.read(source, as_version=4)
+    notebook.cells[2].outputs = [nbformat.v4.new_output("stream", text="hello")]
+    notebook.cells[2].execution_count = 7
+    notebook.cells[2].metadata["scrolled"] = True
+    nbformat.write(notebook, source)
+    assert main(["release"]) == 0
+    text = source.read_text()
+    assert "hello" not in text and '"execution_count": null' in text and "scrolled" not in text
+
+
+def test_bad_json_is_one_clear_line_and_changes_nothing(course, capsys):
+    assert main(["release"]) == 0
+    release = course / "notebooks" / "toy" / "toy.ipynb"
+    before = release.read_bytes()
+    source = course / "solutions" / "toy" / "toy.ipynb"
+    source.write_text('{"cells": [', encoding="utf-8")
+    assert main(["release"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("course: error: ") and str(source) in error and "not valid JSON" in error
+    assert len(error.splitlines()) == 1
+    assert release.read_bytes() == before and source.read_text() == '{"cells": ['
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(grade_id="double"), "duplicated grade_id double"),
+    (lambda nb: nb.cells[3].metadata["nbgrader"].update(points=0), "must be locked and worth points"),
+    (lambda nb: setattr(nb.cells[2], "source", "def double(x:\n"), "does not parse"),
+])
+def test_broken_source_notebooks_are_refused(course, capsys, damage, message):
+    source = course / "solutions" / "toy" / "toy.ipynb"
+    notebook = nbformat.read(source, as_version=4)
+    damage(notebook)
+    nbformat.write(notebook, source)
+    assert main(["release"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (course / "notebooks").exists()
+
+
+def test_missing_folder_and_unknown_assignment(course, capsys):
+    assert main(["release", "nope"]) == 2
+    assert "unknown assignment nope" in capsys.readouterr().err
+    (course / "solutions" / "toy" / "toy.ipynb").unlink()
+    (course / "solutions" / "toy").rmdir()
+    (course / "solutions").rmdir()
+    assert main(["check"]) == 2
+    assert "solutions: folder not found" in capsys.readouterr().err
+
+
+@pytest.mark.notebook
+def test_check_passes_then_flags_a_stale_release(course, capsys):
+    assert main(["release"]) == 0
+    assert main(["check"]) == 0
+    assert "1/1" in capsys.readouterr().out
+    release = course / "notebooks" / "toy" / "toy.ipynb"
+    release.write_text(release.read_text().replace("Toy assignment", "Toy"), encoding="utf-8")
+    assert main(["check"]) == 1
+    assert "out of sync" in capsys.readouterr().out
+
+
+@pytest.mark.notebook
+def test_build_prints_the_table(course, capsys):
+    assert main(["build", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    assert "solution tests passed" in out and "score 42.0" in out
+    row = next(line for line in out.splitlines() if line.startswith("toy "))
+    assert row.split()[1:3] == ["1/1", "1/1"]
+    assert (course / "build" / "executed" / "toy" / "toy.ipynb").is_file()
+
+
+@pytest.mark.notebook
+def test_a_course_lib_beside_the_notebook_never_shadows_the_installed_one(course):
+    from course_lib.instructor.execute import validate
+
+    folder = course / "solutions" / "toy"
+    (folder / "course_lib.py").write_text("raise SystemExit('shadowed')\n")
+    (folder / "torch.py").write_text("raise SystemExit('shadowed')\n")
+    result = validate(course, folder / "toy.ipynb")
+    assert result.passed == ["test_double"] and not result.failed

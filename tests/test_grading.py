@@ -1,0 +1,104 @@
+"""course_lib.grading: the checks fail with messages that teach, and forbid() restores everything."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import course_lib.grading as grading
+from course_lib.grading import ForbiddenCallError, GradingError, check, check_close, check_shape, forbid
+
+
+def test_check_shape_accepts_and_wildcards():
+    check_shape("ex", torch.zeros(2, 3), (2, 3))
+    check_shape("ex", torch.zeros(2, 7), (2, None))
+
+
+@pytest.mark.parametrize("got, message", [
+    (torch.zeros(3, 2), "[ex] output: expected shape (2, 3), got shape (3, 2)"),
+    (torch.zeros(2, 3, 1), "expected shape (2, 3), got shape (2, 3, 1)"),
+    (None, "expected a tensor of shape (2, 3), got NoneType None"),
+])
+def test_check_shape_messages(got, message):
+    with pytest.raises(GradingError) as info:
+        check_shape("ex", got, (2, 3))
+    assert message in str(info.value)
+
+
+def test_check_close_passes_within_tolerance():
+    x = torch.randn(4, 5)
+    check_close("ex", x + 1e-7, x)
+    check_close("ex", x.numpy(), x)
+    check_close("ex", 2.0, torch.tensor(2.0))
+    check_close("ex", (x, x), (x, x))
+
+
+def test_check_close_reports_worst_entry():
+    expected = torch.zeros(2, 3)
+    got = expected.clone()
+    got[1, 2] = 0.5
+    with pytest.raises(GradingError) as info:
+        check_close("softmax", got, expected, name="weights")
+    text = str(info.value)
+    assert text.startswith("[softmax] weights: values differ")
+    assert "max abs error 0.5 at index (1, 2)" in text and "expected 0, got 0.5" in text
+    assert "1 of 6 entries" in text
+
+
+def test_check_close_reports_nan_shape_type_and_dtype():
+    with pytest.raises(GradingError, match=r"got NaN at index \(0, 1\)"):
+        check_close("ex", torch.tensor([[0.0, float("nan")]]), torch.zeros(1, 2))
+    with pytest.raises(GradingError, match=r"expected shape \(2,\), got shape \(3,\)"):
+        check_close("ex", torch.zeros(3), torch.zeros(2))
+    with pytest.raises(GradingError, match="expected a tensor or a number, got str"):
+        check_close("ex", "0.5", torch.zeros(()))
+    with pytest.raises(GradingError, match="expected dtype torch.float32, got dtype torch.float64"):
+        check_close("ex", torch.zeros(2, dtype=torch.float64), torch.zeros(2), check_dtype=True)
+    with pytest.raises(GradingError, match="expected a sequence of 2 items"):
+        check_close("ex", torch.zeros(2), (torch.zeros(2), torch.zeros(2)))
+
+
+def test_check_close_matches_infinities_and_rejects_wrong_ones():
+    check_close("ex", torch.tensor([float("-inf"), 1.0]), torch.tensor([float("-inf"), 1.0]))
+    with pytest.raises(GradingError):
+        check_close("ex", torch.tensor([float("inf")]), torch.tensor([float("-inf")]))
+
+
+def test_check_requires_a_true_condition():
+    check("ex", True, "never shown")
+    check("ex", np.bool_(True), "never shown")
+    with pytest.raises(GradingError, match=r"^\[ex\] weights must sum to 1$"):
+        check("ex", torch.tensor([1.0]).sum() == 2, "weights must sum to 1")
+    with pytest.raises(GradingError):
+        check("ex", "truthy but not a bool", "a string is not an answer")
+
+
+def test_forbid_blocks_every_spelling_of_softmax_and_restores_them():
+    x = torch.randn(3, 4)
+    expected = torch.softmax(x, dim=-1)
+    with forbid(*grading.SOFTMAX, exercise="softmax"):
+        for call in (lambda: torch.softmax(x, -1), lambda: x.softmax(-1), lambda: F.softmax(x, -1),
+                     lambda: torch.nn.Softmax(dim=-1)(x)):
+            with pytest.raises(ForbiddenCallError, match=r"\[softmax\] your code called"):
+                call()
+        manual = x.exp() / x.exp().sum(-1, keepdim=True)  # the honest route still works
+    torch.testing.assert_close(manual, expected)
+    torch.testing.assert_close(x.softmax(-1), expected)
+    torch.testing.assert_close(F.softmax(x, -1), expected)
+    assert "softmax" not in torch.Tensor.__dict__
+
+
+def test_forbid_restores_after_an_exception_and_blocks_module_methods():
+    rnn = torch.nn.RNN(2, 3, batch_first=True)
+    with pytest.raises(ZeroDivisionError):
+        with forbid("torch.nn.RNN.forward", exercise="rnn_forward"):
+            with pytest.raises(ForbiddenCallError):
+                rnn(torch.zeros(1, 2, 2))
+            1 / 0
+    out, _ = rnn(torch.zeros(1, 2, 2))
+    assert out.shape == (1, 2, 3)
+
+
+def test_forbid_rejects_unknown_names():
+    with pytest.raises(AttributeError, match="does not exist"):
+        with forbid("torch.no_such_function"):
+            pass

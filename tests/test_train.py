@@ -1,0 +1,173 @@
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from course_lib import seed_everything
+from course_lib.text import Vocab
+from course_lib.train import (CheckpointError, History, TrainConfig, linear_warmup, load_checkpoint,
+                              pick_device, read_results, record_results, runs_dir, save_checkpoint, train)
+
+
+@pytest.fixture(autouse=True)
+def isolated_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("COURSE_PROFILE", "smoke")
+
+
+def toy_batches(n=8, seed=0):
+    """Classify which of 4 features is largest: a task a linear layer learns in a few steps."""
+    g = torch.Generator().manual_seed(seed)
+    xs = [torch.randn(32, 4, generator=g) for _ in range(n)]
+    return [(x, x.argmax(dim=1)) for x in xs]
+
+
+def toy_loss(model, batch):
+    x, y = batch
+    return nn.functional.cross_entropy(model(x), y)
+
+
+def test_pick_device():
+    assert pick_device("cpu") == torch.device("cpu")
+    assert pick_device().type in ("cpu", "cuda", "mps")
+
+
+def test_tiny_model_learns():
+    seed_everything(0)
+    model = nn.Linear(4, 4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    history = train(model, toy_batches(), toy_loss, opt, steps=60, device="cpu", progress=False, log_every=5)
+    assert isinstance(history, History)
+    assert history.step == list(range(5, 61, 5))
+    assert history.loss[-1] < 0.5 * history.loss[0]
+    assert all(t > 0 for t in history.tokens_per_s)
+    assert not model.training  # left in eval mode
+
+
+def test_gradient_norm_recorded_and_clipped():
+    seed_everything(0)
+    model = nn.Linear(4, 4)
+    before = torch.cat([p.detach().flatten() for p in model.parameters()])
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    # A loss scaled by 1000 has a gradient norm far above the clip threshold.
+    history = train(model, toy_batches(1), lambda m, b: 1000 * toy_loss(m, b), opt, steps=1,
+                    clip_norm=0.1, device="cpu", progress=False, log_every=1)
+    after = torch.cat([p.detach().flatten() for p in model.parameters()])
+    assert history.grad_norm[0] > 10  # recorded before clipping
+    assert (after - before).norm() == pytest.approx(0.1, rel=1e-4)  # SGD step = lr * clipped grad
+
+
+def test_schedule_sets_lr_as_multiplier():
+    model = nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    history = train(model, toy_batches(), toy_loss, opt, steps=4, schedule=linear_warmup(4),
+                    device="cpu", progress=False, log_every=1)
+    assert history.lr == pytest.approx([0.125, 0.25, 0.375, 0.5])
+    assert linear_warmup(0)(0) == 1.0 and linear_warmup(10)(100) == 1.0
+
+
+def test_time_budget_stops():
+    model = nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    history = train(model, toy_batches(), toy_loss, opt, max_minutes=0.3 / 60, device="cpu", progress=False)
+    assert 0.3 / 60 <= history.minutes < 2 / 60
+    assert history.step[-1] > 8  # went through several epochs
+    with pytest.raises(ValueError):
+        train(model, toy_batches(), toy_loss, opt, device="cpu")
+
+
+def test_on_eval_runs_in_eval_mode():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    modes = []
+
+    def on_eval(m, step):
+        modes.append((m.training, torch.is_grad_enabled()))
+        return {"acc": 1.0}
+
+    history = train(model, toy_batches(), toy_loss, opt, steps=10, eval_every=4, on_eval=on_eval,
+                    device="cpu", progress=False)
+    assert [e["step"] for e in history.eval] == [4, 8, 10]
+    assert modes == [(False, False)] * 3
+
+
+def make_checkpoint(tmp_path):
+    seed_everything(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    vocab = Vocab.build([["a", "b"]])
+    path = save_checkpoint(tmp_path / "sub" / "model.pt", model, config=TrainConfig(steps=5),
+                           vocabs={"src": vocab}, extra={"bleu": 12.5})
+    return model, vocab, path
+
+
+def test_checkpoint_round_trip(tmp_path):
+    model, vocab, path = make_checkpoint(tmp_path)
+    fresh = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    ckpt = load_checkpoint(path, fresh)
+    for a, b in zip(model.parameters(), fresh.parameters()):
+        assert torch.equal(a, b)
+    assert ckpt["config"]["steps"] == 5 and ckpt["extra"] == {"bleu": 12.5}
+    assert ckpt["vocabs"]["src"] == vocab
+    assert not list(path.parent.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "garbage"])
+def test_corrupt_checkpoint_raises(tmp_path, damage):
+    _, _, path = make_checkpoint(tmp_path)
+    raw = bytearray(path.read_bytes())
+    if damage == "flip":
+        raw[len(raw) // 2] ^= 0xFF
+    elif damage == "truncate":
+        raw = raw[: len(raw) - 100]
+    elif damage == "empty":
+        raw = b""
+    else:
+        raw = b"not a checkpoint at all" * 10
+    path.write_bytes(bytes(raw))
+    with pytest.raises(CheckpointError, match="model.pt"):
+        load_checkpoint(path)
+
+
+def test_non_plain_metadata_rejected_at_save(tmp_path):
+    with pytest.raises(TypeError, match="plain Python values"):
+        save_checkpoint(tmp_path / "m.pt", nn.Linear(2, 2), extra={"data": tmp_path})  # a Path object
+    assert not (tmp_path / "m.pt").exists()
+
+
+def test_missing_checkpoint_raises(tmp_path):
+    with pytest.raises(CheckpointError, match="nope.pt: no such file"):
+        load_checkpoint(tmp_path / "nope.pt")
+
+
+def test_mismatched_model_raises(tmp_path):
+    _, _, path = make_checkpoint(tmp_path)
+    wider = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+    with pytest.raises(CheckpointError, match=r"0.weight has shape \(8, 4\) in the file but \(16, 4\)"):
+        load_checkpoint(path, wider)
+    deeper = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3), nn.Linear(3, 3))
+    with pytest.raises(CheckpointError, match="missing 3.weight, 3.bias"):
+        load_checkpoint(path, deeper)
+    with pytest.raises(CheckpointError, match="unexpected 2.weight"):
+        load_checkpoint(path, nn.Sequential(nn.Linear(4, 8)))
+
+
+def test_runs_dir(tmp_path, monkeypatch):
+    assert runs_dir() == tmp_path / "runs" and runs_dir().is_dir()
+    monkeypatch.delenv("COURSE_RUNS_DIR")
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "nbgrader_config.py").write_text("")
+    deep = tmp_path / "course" / "notebooks" / "01"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    assert runs_dir() == (tmp_path / "course" / "runs").resolve()
+
+
+def test_record_results_merges(tmp_path):
+    path = record_results("01_rnn", {"bleu": 10.0, "loss": torch.tensor(1.5)})
+    record_results("01_rnn", {"bleu": 20.0, "headline": "BLEU 20"})
+    results = read_results("01_rnn")
+    assert results["bleu"] == 20.0 and results["loss"] == 1.5 and results["headline"] == "BLEU 20"
+    assert results["profile"] == "smoke" and "timestamp" in results and "device" in results
+    assert list(json.loads(path.read_text())) == sorted(results)
+    assert read_results("never_ran") is None
