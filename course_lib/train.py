@@ -2,7 +2,7 @@
 
     history = train(model, batches, loss_fn, optimizer, steps=2000, schedule=linear_warmup(200))
     save_checkpoint(runs_dir() / "rnn" / "model.pt", model, config=cfg, vocabs={"src": sv, "tgt": tv})
-    record_results("01_rnn", {"headline": "valid BLEU 31.2", "bleu": 31.2})
+    record_results("01_rnn_baselines", {"headline": {"name": "BLEU test", "value": 31.2}, "bleu_test": 31.2})
 
 ``loss_fn(model, batch)`` returns the mean loss per token as a scalar tensor; ``batches`` is
 re-iterable (one pass = one epoch), e.g. a ``course_lib.text.BucketedBatches``.
