@@ -10,6 +10,9 @@ ASSIGNMENTS = assignments(ROOT)
 
 # Tests never train for real and never write into the course's runs/ folder.
 os.environ["COURSE_PROFILE"] = "smoke"
+# The suite runs two pytest workers on two cores and each starts kernels: one thread per process
+# avoids the oversubscription under which torch's thread pool slows down several-fold.
+os.environ["OMP_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
