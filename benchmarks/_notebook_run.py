@@ -1,0 +1,97 @@
+"""Shared by the notebook benchmarks: run a solution notebook in a profile, time it, read its results.
+
+    minutes, results = run_notebook("02_attention", profile="laptop")
+    write_report("02_attention", {...})          # -> benchmarks/results/02_attention.json
+
+The notebook runs top to bottom with nbclient, with ``COURSE_PROFILE`` set and a fresh temporary
+``COURSE_RUNS_DIR`` (so earlier runs never leak in), unless ``reuse`` names result folders to
+copy into it first, e.g. 01's checkpoint for notebook 02's baseline.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def machine() -> dict:
+    """Where the numbers come from: CPU model and count, torch and its threads, GPU, load average."""
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:  # the CPU model name, where Linux tells it
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu": cpu,
+        "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        # other processes on the machine slow every timing down; record how busy it was
+        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+    }
+
+
+def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
+                 reuse: Iterable[Path] = ()) -> tuple[float, dict]:
+    """Execute ``solutions/<assignment>/<assignment>.ipynb``; return (wall minutes, recorded results).
+
+    ``reuse``: result folders (e.g. ``runs/01_rnn_baselines``) copied into the fresh runs folder
+    before the notebook starts. Raises nbclient's CellExecutionError on the first failing cell.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook_path = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
+    saved = {k: os.environ.get(k) for k in ("COURSE_PROFILE", "COURSE_RUNS_DIR", "NBGRADER_EXECUTION", "MPLBACKEND")}
+    with tempfile.TemporaryDirectory(prefix=f"bench_{assignment}_") as runs:
+        for folder in map(Path, reuse):
+            shutil.copytree(folder, Path(runs) / folder.name)
+        os.environ["COURSE_PROFILE"] = profile
+        os.environ["COURSE_RUNS_DIR"] = runs
+        os.environ.pop("NBGRADER_EXECUTION", None)  # it would force the smoke profile
+        os.environ.setdefault("MPLBACKEND", "Agg")
+        try:
+            notebook = nbformat.read(notebook_path, as_version=4)
+            client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                                    resources={"metadata": {"path": str(notebook_path.parent)}})
+            start = time.perf_counter()
+            client.execute()
+            minutes = (time.perf_counter() - start) / 60
+            from course_lib.train import read_results  # reads COURSE_RUNS_DIR at call time
+
+            results = read_results(assignment)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    if not results:
+        raise RuntimeError(f"{notebook_path.name} recorded no results under {assignment}/")
+    return minutes, results
+
+
+def write_report(name: str, report: dict, output: Path | None = None) -> Path:
+    """Write ``report`` with the date to ``benchmarks/results/<name>.json`` (or ``output``)."""
+    output = Path(output) if output else RESULTS / f"{name}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    report = {"benchmark": name, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), **report}
+    output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return output

@@ -1,0 +1,56 @@
+"""Benchmark of notebook 04: run the solution notebook in the laptop profile and record the ablation.
+
+    python -m benchmarks.positional_ablation            # or: python benchmarks/positional_ablation.py
+    python -m benchmarks.positional_ablation --profile smoke --output /tmp/nb04.json
+
+Executes ``solutions/04_positional_encoding/04_positional_encoding.ipynb`` top to bottom (see
+``benchmarks/_notebook_run.py``), measures the wall time, reads the results the notebook recorded
+(none / sinusoidal / learned / RoPE on copy-with-offset: learning curves, accuracy by length and
+on positions never seen in training) and writes them, with the machine they came from, to
+``benchmarks/results/04_positional_encoding.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # for `python benchmarks/positional_ablation.py`
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._notebook_run import machine, run_notebook, write_report  # noqa: E402
+
+ASSIGNMENT = "04_positional_encoding"
+RECORDED = ("headline", "accuracy_trained_length", "accuracy_positions_seen", "accuracy_positions_unseen",
+            "accuracy_by_length", "learning_curves", "updates", "train_seconds", "parameters", "task",
+            "hyperparameters")
+
+
+def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800) -> tuple[Path, dict]:
+    minutes, results = run_notebook(ASSIGNMENT, profile=profile, timeout=timeout)
+    report = {
+        "assignment": ASSIGNMENT,
+        "profile": profile,
+        "machine": {**machine(), "device": results.get("device")},
+        "notebook_minutes": round(minutes, 2),
+        **{key: results.get(key) for key in RECORDED},
+    }
+    return write_report(ASSIGNMENT, report, output), report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
+    parser.add_argument("--output", type=Path, default=None, help=f"default: benchmarks/results/{ASSIGNMENT}.json")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    args = parser.parse_args(argv)
+    path, report = run(args.profile, args.output, args.timeout)
+    print(json.dumps({k: v for k, v in report.items() if k != "learning_curves"}, indent=2))
+    print(f"written to {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
