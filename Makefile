@@ -9,6 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 .PHONY: setup build test clean
 
 setup: $(VENV)/.installed
+	@scripts/setup_slides.sh
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,9 +20,10 @@ $(VENV)/.installed: pyproject.toml
 
 build: setup
 	$(BIN)/course build
+	$(BIN)/course slides
 
 test: setup
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2
 
 clean:
 	rm -rf $(VENV) build runs gradebook.db

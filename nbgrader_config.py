@@ -30,3 +30,11 @@ c.Execute.extra_arguments = [
     "--IPKernelApp.exec_lines=['import os, sys; "
     "sys.path[:] = [p for p in sys.path if p not in (\"\", \".\", os.getcwd())]']",
 ]
+
+# nbgrader's gradebook runs `alembic` as a subprocess: find the one beside this Python even when
+# Jupyter was started as .venv/bin/jupyter without activating the environment.
+import sys  # noqa: E402
+
+_tools = os.path.dirname(sys.executable)
+if _tools not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _tools + os.pathsep + os.environ.get("PATH", "")

@@ -2,7 +2,8 @@
 
 The solution notebook runs once per assignment in a live kernel (smoke profile); then for each bug
 the buggy definition is executed, the graded cells are rerun until one fails, and the solution
-cell is executed again to restore the correct definition.
+cell is executed again to restore the correct definition. One test per assignment keeps each
+kernel on one pytest worker and reports every bug that got through at once.
 """
 from __future__ import annotations
 
@@ -23,11 +24,6 @@ def _graded_names(assignment) -> dict[str, str]:
             for name in defined_names(cell.source)}
 
 
-_CASES = [pytest.param(a, bug, id=f"{a.id}:{bug.target}:{bug.description}",
-                       marks=pytest.mark.xdist_group(a.id))
-          for a in ASSIGNMENTS for bug in catalogue(a.id)]
-
-
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
 def test_catalogue_covers_every_graded_function(assignment):
     bugs = catalogue(assignment.id)
@@ -42,7 +38,7 @@ def test_catalogue_covers_every_graded_function(assignment):
 
 
 class _Session:
-    """One executed solution notebook per assignment, shared by that assignment's bug cases."""
+    """The solution notebook executed once in a live kernel, with its graded cells ready to rerun."""
 
     def __init__(self, assignment):
         notebook = read_notebook(assignment.source)
@@ -65,25 +61,21 @@ class _Session:
         return None
 
 
-@pytest.fixture(scope="session")
-def sessions():
-    opened: dict[str, _Session] = {}
-    yield opened
-    for session in opened.values():
-        session.kernel.close()
-
-
 @pytest.mark.notebook
-@pytest.mark.parametrize("assignment, bug", _CASES)
-def test_bug_is_caught(sessions, assignment, bug):
-    if assignment.id not in sessions:
-        sessions[assignment.id] = _Session(assignment)
-    session = sessions[assignment.id]
-    defined = session.kernel.run(bug.code)
-    assert defined.ok, f"the bug's code does not run: {defined.error}"
+@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS if catalogue(a.id)])
+def test_every_bug_is_caught(assignment):
+    session = _Session(assignment)
+    missed = []
     try:
-        caught = session.first_failure()
+        for bug in catalogue(assignment.id):
+            defined = session.kernel.run(bug.code)
+            assert defined.ok, f"the code of bug {bug.target}: {bug.description} does not run: {defined.error}"
+            caught = session.first_failure()
+            restored = session.kernel.run(session.definitions[bug.target])
+            assert restored.ok, restored.error
+            if not caught:
+                missed.append(f"{bug.target}: {bug.description}")
+        assert session.first_failure() is None, "the solution no longer passes after the bugs were undone"
     finally:
-        restored = session.kernel.run(session.definitions[bug.target])
-        assert restored.ok, restored.error
-    assert caught, f"bug in {bug.target} ({bug.description}) passes every graded test of {assignment.id}"
+        session.kernel.close()
+    assert not missed, f"{len(missed)} bug(s) pass every graded test of {assignment.id}:\n" + "\n".join(missed)

@@ -74,6 +74,7 @@ def build(root: Path, selected: list[Assignment], profile: str, out: TextIO | No
     for assignment in selected:
         print(f"{assignment.id}: executing the solution in the {profile} profile …", file=out, flush=True)
         run = execute(assignment.source, profile=profile)
+        run.notebook.metadata["course"] = {"profile": profile}  # lets `course slides` reuse it
         write_if_changed(executed_dir / assignment.id / assignment.source.name, dumps(run.notebook))
         release = validate(root, assignment.release, invert=True)
         total = len(graded_cells(read_notebook(assignment.source)))

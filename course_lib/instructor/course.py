@@ -1,8 +1,6 @@
 """Where the course lives, which assignments it has, and nbgrader configured the course's way."""
 from __future__ import annotations
 
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,12 +63,4 @@ def nbgrader_config(root: Path, **overrides: dict) -> Config:
     for section, values in overrides.items():
         for key, value in values.items():
             config[section][key] = value
-    _put_environment_tools_on_path()
     return config
-
-
-def _put_environment_tools_on_path() -> None:
-    """nbgrader runs ``alembic`` as a subprocess; make the one beside this Python findable."""
-    tools = str(Path(sys.executable).parent)
-    if tools not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = tools + os.pathsep + os.environ.get("PATH", "")
