@@ -1,0 +1,296 @@
+"""``course slides``: the solution notebooks as reveal.js lecture decks that work offline.
+
+Each deck is nbconvert's reveal.js export of the executed solution notebook (figures live, maths
+typeset by MathJax 2). Every script, style sheet and font the decks load is copied from the npm
+packages that ``scripts/setup_slides.sh`` installs under ``build/vendor/`` into ``<out>/assets/``,
+and the decks name them by relative paths, so a folder of slides opens from ``file://`` or any
+web server without a network. Rendering refuses to write a deck that still names a remote asset.
+"""
+from __future__ import annotations
+
+import copy
+import html
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from nbformat import NotebookNode
+
+from .course import Assignment, CourseError
+from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
+
+VENDOR_ENV = "COURSE_SLIDES_VENDOR"  # folder holding node_modules/ (default: <course>/build/vendor)
+SETUP_HINT = "run scripts/setup_slides.sh (make setup does)"
+
+# What the decks load, as paths inside node_modules/; each is copied to <out>/assets/<same path>.
+# MathJax 2 is what nbconvert's templates drive; only its TeX input, CommonHTML output and the
+# TeX web fonts are needed (the package also holds other outputs and fonts, ~70 MB).
+ASSETS = (
+    "reveal.js/dist/reveal.js",
+    "reveal.js/dist/reveal.css",
+    "reveal.js/dist/theme/white.css",  # "white" loads its font from beside it, others from the web
+    "reveal.js/dist/theme/fonts/source-sans-pro",
+    "reveal.js/plugin/notes/notes.js",
+    "requirejs/require.js",
+    "jquery/dist/jquery.min.js",
+    "mathjax/MathJax.js",
+    "mathjax/config/TeX-AMS_CHTML-full.js",
+    "mathjax/config/Safe.js",
+    "mathjax/extensions",
+    "mathjax/jax/input/TeX",
+    "mathjax/jax/element/mml",
+    "mathjax/jax/output/CommonHTML",
+    "mathjax/fonts/HTML-CSS/TeX/woff",
+)
+
+# nbconvert's reveal template with three changes: no mermaid import (an ES module import, which
+# browsers refuse from file://; the course draws no mermaid diagrams), figures that fit a slide, and
+# an empty icon so that a browser does not ask the server for /favicon.ico.
+TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_css -%}
+<link rel="icon" href="data:,">
+<style type="text/css">
+.reveal section img { max-height: 520px; width: auto; }
+.reveal .jp-OutputArea-output pre { max-height: 420px; overflow-y: auto; }
+</style>
+{%- endblock html_head_css -%}
+"""
+
+# Loads of remote code, styles or fonts (links to papers in the prose are fine).
+REMOTE_ASSET = re.compile(
+    r"""<script[^>]*\bsrc=["']?(?:https?:)?//|<link[^>]*\bhref=["']?(?:https?:)?//"""
+    r"""|@import\s+url\(["']?(?:https?:)?//|\bimport\s[^;\n]*\bfrom\s*["'](?:https?:)?//""",
+    re.IGNORECASE)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# A code cell tagged so shows only its outputs on a slide (plotting helpers: the figure is the point).
+HIDE_INPUT_TAGS = ("remove-input", "remove_input")
+
+
+def vendor_dir(root: Path) -> Path:
+    """The node_modules/ folder the setup filled, or CourseError saying how to fill it."""
+    vendor = Path(os.environ.get(VENDOR_ENV) or root / "build" / "vendor") / "node_modules"
+    missing = [asset for asset in ASSETS if not (vendor / asset).exists()]
+    if missing:
+        raise CourseError(f"slides need reveal.js, MathJax, require.js and jQuery in {vendor} "
+                          f"({missing[0]} is missing): {SETUP_HINT}")
+    return vendor
+
+
+def copy_assets(vendor: Path, out: Path) -> None:
+    """Copy what the decks load into ``out/assets`` (files already there and unchanged are kept)."""
+    for asset in ASSETS:
+        source, target = vendor / asset, out / "assets" / asset
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True, copy_function=_copy_if_changed)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _copy_if_changed(source, target)
+
+
+def _copy_if_changed(source, target) -> None:
+    source, target = Path(source), Path(target)
+    stat = source.stat()
+    if target.is_file() and target.stat().st_size == stat.st_size and target.stat().st_mtime >= stat.st_mtime:
+        return
+    shutil.copy2(source, target)
+
+
+def slide_type(cell: NotebookNode) -> str:
+    return cell.metadata.get("slideshow", {}).get("slide_type", "-") or "-"
+
+
+def slide_count(notebook: NotebookNode) -> int:
+    """How many slides reveal.js shows for a notebook (``Reveal.getTotalSlides()``).
+
+    A slide (horizontal) or sub-slide (vertical) starts at the first cell that is neither ``skip``
+    nor ``notes`` (whatever its own type) and at every later cell of type ``slide`` or
+    ``subslide``; reveal counts each of them once, so a ``slide`` without sub-slides is one slide.
+    """
+    types = [slide_type(cell) for cell in notebook.cells]
+    first = next((i for i, kind in enumerate(types) if kind not in ("skip", "notes")), None)
+    if first is None:
+        return 0
+    return 1 + sum(kind in ("slide", "subslide") for kind in types[first + 1:])
+
+
+def title(notebook: NotebookNode, default: str) -> str:
+    """The first Markdown heading of a notebook (its lecture title)."""
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return default
+
+
+def for_slides(notebook: NotebookNode) -> NotebookNode:
+    """A copy to render: no widget views (their manager is a remote script), no stderr noise.
+
+    Progress bars are widgets in a live kernel; their text/plain fallback stays. Warnings and
+    progress text on stderr are for the person running the notebook, not for the audience.
+    """
+    notebook = copy.deepcopy(notebook)
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        outputs = []
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                continue
+            if WIDGET_VIEW in output.get("data", {}):
+                data = {k: v for k, v in output["data"].items() if k != WIDGET_VIEW}
+                if not data:
+                    continue
+                output = NotebookNode(dict(output, data=NotebookNode(data)))
+            outputs.append(output)
+        cell.outputs = outputs
+    return notebook
+
+
+def render(notebook: NotebookNode, name: str) -> str:
+    """The reveal.js deck of an executed notebook, naming its assets under ``assets/``."""
+    from nbconvert import SlidesExporter
+    from traitlets.config import Config
+
+    exporter = SlidesExporter(
+        config=Config({"TagRemovePreprocessor": {"enabled": True, "remove_input_tags": list(HIDE_INPUT_TAGS)}}),
+        reveal_url_prefix="assets/reveal.js",
+        reveal_theme="white",
+        reveal_number="c/t",
+        reveal_scroll=True,
+        require_js_url="assets/requirejs/require.js",
+        jquery_url="assets/jquery/dist/jquery.min.js",
+        mathjax_url="assets/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
+        mermaid_js_url="",
+        mermaid_layout_elk_js_url="",
+        jupyter_widgets_base_url="",
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+    )
+    exporter.raw_template = TEMPLATE
+    shown = for_slides(notebook)
+    shown.metadata.setdefault("title", title(notebook, name))  # the browser tab's "<title> slides"
+    text, _ = exporter.from_notebook_node(shown, resources={"metadata": {"name": name}})
+    remote = REMOTE_ASSET.search(text)
+    if remote:
+        raise CourseError(f"{name}: the deck would load {remote.group(0)!r}… from the network")
+    return text
+
+
+def executed(root: Path, assignment: Assignment, profile: str, out: TextIO) -> tuple[NotebookNode, list[str]]:
+    """The solution executed in ``profile``, and the first line of each error a cell raised.
+
+    ``course build`` and this step share ``build/executed/<id>/<id>.ipynb``; a copy is reused
+    when it is newer than the source and its ``metadata.course.profile`` is ``profile``.
+    """
+    from .execute import execute
+
+    cached = root / "build" / "executed" / assignment.id / assignment.source.name
+    if cached.is_file() and cached.stat().st_mtime >= assignment.source.stat().st_mtime:
+        notebook = read_notebook(cached)
+        if notebook.metadata.get("course", {}).get("profile") == profile:
+            print(f"{assignment.id}: reusing {cached.relative_to(root)}", file=out)
+            return notebook, cell_errors(notebook)
+    print(f"{assignment.id}: executing the solution in the {profile} profile …", file=out, flush=True)
+    notebook = execute(assignment.source, profile=profile).notebook
+    notebook.metadata["course"] = {"profile": profile}
+    write_if_changed(cached, dumps(notebook))
+    return notebook, cell_errors(notebook)
+
+
+def cell_errors(notebook: NotebookNode) -> list[str]:
+    errors = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                where = nbgrader_meta(cell).get("grade_id") or f"cell {cell.get('id', '?')}"
+                errors.append(f"{where}: {output['ename']}: {output['evalue']}".splitlines()[0])
+    return errors
+
+
+# True once reveal.js has laid the deck out and MathJax has typeset everything queued so far.
+DECK_READY = """new Promise(done => {
+  if (!document.querySelector('.reveal.ready') || !(window.MathJax && MathJax.isReady)) return done(false);
+  MathJax.Hub.Queue(() => done(true));
+})"""
+
+
+def print_pdf(deck: Path, pdf: Path, *, timeout: float = 180) -> int:
+    """Print a deck to PDF in reveal's print layout (a page per slide, more for tall ones); the page count."""
+    from .chromium import pdf_pages, print_to_pdf
+
+    data = print_to_pdf(deck.resolve().as_uri() + "?print-pdf", ready=DECK_READY, timeout=timeout)
+    pdf.write_bytes(data)
+    return pdf_pages(data)
+
+
+def publish(path: Path, text: str) -> Path:
+    """Write a page that any local web server may serve (readable by all, like the assets)."""
+    write_if_changed(path, text)
+    path.chmod(0o644)
+    return path
+
+
+def write_index(out: Path, decks: list[tuple[str, str, int]]) -> Path:
+    """``out/index.html``: one link per deck (id, title, slide count) in course order, plus its PDF
+    where one was printed from the deck as it is now."""
+    items = []
+    for deck_id, deck_title, count in decks:
+        deck, pdf = out / f"{deck_id}.slides.html", out / f"{deck_id}.pdf"
+        current = pdf.is_file() and pdf.stat().st_mtime >= deck.stat().st_mtime
+        handout = f' · <a href="{deck_id}.pdf">PDF</a>' if current else ""
+        items.append(f'<li><a href="{deck_id}.slides.html">{html.escape(deck_title)}</a> '
+                     f'<span class="meta">{deck_id} · {count} slides{handout}</span></li>')
+    page = "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">', '<link rel="icon" href="data:,">',
+        "<title>Attention &amp; Transformers, built from scratch: lecture slides</title>",
+        "<style>body{font-family:sans-serif;max-width:46em;margin:3em auto;line-height:1.5}"
+        "li{margin:.6em 0}.meta{color:#666;font-size:.9em}</style>",
+        "</head>", "<body>", "<h1>Attention &amp; Transformers, built from scratch</h1>",
+        "<p>Lecture slides, one deck per notebook in course order. Press <kbd>S</kbd> in a deck "
+        "for the speaker view, <kbd>Esc</kbd> for an overview.</p>",
+        "<ol>", *items, "</ol>", "</body>", "</html>", ""])
+    return publish(out / "index.html", page)
+
+
+def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, *, pdf: bool = False,
+           out: TextIO | None = None) -> bool:
+    """Render a deck per assignment (PDFs too with ``pdf``) and the index; False if a cell raised."""
+    out = out or sys.stdout
+    vendor = vendor_dir(root)
+    if pdf:
+        from .chromium import chromium
+
+        chromium()  # fail before hours of execution, not after
+    out_dir.mkdir(parents=True, exist_ok=True)
+    copy_assets(vendor, out_dir)
+    ok = True
+    for assignment in selected:
+        notebook, errors = executed(root, assignment, profile, out)
+        for error in errors:
+            print(f"{assignment.id}: a cell raised {error}", file=out)
+        ok &= not errors
+        deck = out_dir / f"{assignment.id}.slides.html"
+        publish(deck, render(notebook, assignment.id))
+        print(f"{assignment.id}: {slide_count(notebook)} slides -> {deck}", file=out)
+        if pdf:
+            handout = out_dir / f"{assignment.id}.pdf"
+            pages = print_pdf(deck, handout)
+            if pages < slide_count(notebook):
+                raise CourseError(f"{handout}: {pages} pages for {slide_count(notebook)} slides")
+            print(f"{assignment.id}: {pages} pages -> {handout}", file=out)
+    # The index lists every deck in the folder whose notebook still exists, so rendering one
+    # assignment keeps the links to the others.
+    decks = []
+    for deck in sorted(out_dir.glob("*.slides.html")):
+        source = Assignment(deck.name.removesuffix(".slides.html"), root).source
+        if source.is_file():
+            notebook = read_notebook(source)
+            decks.append((source.stem, title(notebook, source.stem), slide_count(notebook)))
+    print(f"index -> {write_index(out_dir, decks)}", file=out)
+    return ok
