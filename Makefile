@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 .PHONY: setup build test clean
 
 setup: $(VENV)/.installed
-	@scripts/setup_slides.sh
+	@scripts/setup_system.sh
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -43,23 +43,26 @@ def machine() -> dict:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        # other processes on the machine slow every timing down; record how busy it was
-        "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        # other processes on the machine slow every timing down; record how busy it was (1, 5, 15 min)
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
 
 
 def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
-                 reuse: Iterable[Path] = ()) -> tuple[float, dict]:
+                 reuse: Iterable[Path] = (), threads: int | None = None) -> tuple[float, dict]:
     """Execute ``solutions/<assignment>/<assignment>.ipynb``; return (wall minutes, recorded results).
 
     ``reuse``: result folders (e.g. ``runs/01_rnn_baselines``) copied into the fresh runs folder
-    before the notebook starts. Raises nbclient's CellExecutionError on the first failing cell.
+    before the notebook starts. ``threads`` sets ``OMP_NUM_THREADS`` for the kernel (torch's
+    intra-op threads; on a machine shared with other jobs one thread is often faster than two).
+    Raises nbclient's CellExecutionError on the first failing cell.
     """
     import nbformat
     from nbclient import NotebookClient
 
     notebook_path = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
-    saved = {k: os.environ.get(k) for k in ("COURSE_PROFILE", "COURSE_RUNS_DIR", "NBGRADER_EXECUTION", "MPLBACKEND")}
+    saved = {k: os.environ.get(k) for k in ("COURSE_PROFILE", "COURSE_RUNS_DIR", "NBGRADER_EXECUTION", "MPLBACKEND",
+                                            "OMP_NUM_THREADS")}
     with tempfile.TemporaryDirectory(prefix=f"bench_{assignment}_") as runs:
         for folder in map(Path, reuse):
             shutil.copytree(folder, Path(runs) / folder.name)
@@ -67,6 +70,8 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
         os.environ["COURSE_RUNS_DIR"] = runs
         os.environ.pop("NBGRADER_EXECUTION", None)  # it would force the smoke profile
         os.environ.setdefault("MPLBACKEND", "Agg")
+        if threads:
+            os.environ["OMP_NUM_THREADS"] = str(threads)  # the kernel inherits it
         try:
             notebook = nbformat.read(notebook_path, as_version=4)
             client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",

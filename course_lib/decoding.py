@@ -3,6 +3,11 @@
 ``translate`` is model-agnostic: it tokenizes and batches the source sentences, calls a decoding
 function such as ``course_lib.rnn.greedy_decode(model, src, max_len) -> (B, L) ids`` on each batch
 and turns the ids back into corpus text, in the order of the input.
+
+``beam_search`` decodes a Transformer-style model (``encode`` / ``decode(..., cache=)``) through a
+``course_lib.kv_cache.KVCache``; ``beam_size=1`` is greedy decoding, so
+``course_lib.transformer.greedy_decode`` uses it. Pass it to ``translate`` with
+``functools.partial(beam_search, beam_size=4)``.
 """
 from __future__ import annotations
 

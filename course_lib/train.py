@@ -298,3 +298,9 @@ def read_results(name: str) -> dict | None:
     """The results recorded under ``name``, or None if there are none yet."""
     path = runs_dir() / name / "results.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+if __name__ == "__main__":  # torchrun --nproc_per_node=N -m course_lib.train --model transformer --steps 1000
+    from course_lib.distributed import main
+
+    raise SystemExit(main())

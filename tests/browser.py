@@ -1,6 +1,6 @@
 """Headless Chromium for the browser tests, driven by Selenium through the system chromedriver.
 
-Chromium and chromedriver come from Debian's packages (scripts/setup_slides.sh installs them);
+Chromium and chromedriver come from Debian's packages (scripts/setup_system.sh installs them);
 Selenium never downloads a driver or a browser here. Every host name resolves to nothing but
 127.0.0.1, so a page that reaches for the network fails loudly instead of fetching.
 """
@@ -35,8 +35,8 @@ def require_browser() -> None:
 
 
 def unavailable(reason: str) -> None:
-    """Skip for want of something scripts/setup_slides.sh installs; in CI, whose setup runs it, fail."""
-    reason = f"{reason}: run scripts/setup_slides.sh (make setup does)"
+    """Skip for want of something scripts/setup_system.sh installs; in CI, whose setup runs it, fail."""
+    reason = f"{reason}: run scripts/setup_system.sh (make setup does)"
     if os.environ.get("CI"):
         pytest.fail(f"{reason}; CI's setup step should have")
     pytest.skip(reason)

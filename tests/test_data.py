@@ -6,7 +6,6 @@ import http.server
 import re
 import socket
 import threading
-import time
 
 import pytest
 
@@ -72,16 +71,13 @@ def test_format():
             assert s == s.lower() and s.endswith(" .") and "  " not in s and s == s.strip()
 
 
-def test_full_train_split_is_fast():
+def test_full_train_split_has_200k_unique_pairs_and_is_cached():
+    # How fast it is generated is measured by benchmarks/corpus_speed.py, not asserted here.
     data._CACHE.pop(("train", 0, False), None)
-    start = time.process_time()  # CPU time: robust to other jobs sharing the machine
     pairs = data.translation_pairs("train")
-    elapsed = time.process_time() - start
     assert len(pairs) == 200_000 and len({e for e, _ in pairs}) == 200_000
-    assert elapsed < 30, f"200k pairs took {elapsed:.1f} s"  # ~8 s here; generous for busy machines
-    start = time.perf_counter()
-    data.translation_pairs("train", n=1000)
-    assert time.perf_counter() - start < 0.1  # cached
+    assert ("train", 0, False) in data._CACHE
+    assert data.translation_pairs("train", n=1000) == pairs[:1000]
 
 
 # ---------------------------------------------------------------- references

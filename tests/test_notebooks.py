@@ -31,7 +31,6 @@ def test_solution_passes_every_graded_cell(assignment):
     result = validate(ROOT, assignment.source)
     assert result.passed, "the solution has no graded cells"
     assert not result.failed, "\n\n".join(f"{gid}:\n{err}" for gid, err in result.failed.items())
-    assert result.seconds < 60, f"the smoke profile took {result.seconds:.0f} s; its budget is 60 s"
 
 
 @pytest.mark.notebook

@@ -139,7 +139,7 @@ def test_missing_assets_are_one_clear_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(slides_module.VENDOR_ENV, str(tmp_path / "nowhere"))
     assert main(["slides", "--profile", "smoke"]) == 2
     error = capsys.readouterr().err.strip()
-    assert len(error.splitlines()) == 1 and "scripts/setup_slides.sh" in error and "reveal.js" in error
+    assert len(error.splitlines()) == 1 and "scripts/setup_system.sh" in error and "reveal.js" in error
 
 
 def _fake_execute(calls):
@@ -291,7 +291,7 @@ def local_server(folder):
 
 
 def require_assets() -> None:
-    """Chromium and the decks' JavaScript, as scripts/setup_slides.sh installs them."""
+    """Chromium and the decks' JavaScript, as scripts/setup_system.sh installs them."""
     browser.require_browser()
     try:
         vendor_dir(ROOT)

@@ -23,13 +23,32 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     build.add_argument("--profile", choices=("smoke", "laptop", "gpu"),
                        help="default: course_lib.profile() (laptop without CUDA, gpu with it)")
+
+    slides = steps.add_parser("slides", help="the solutions as offline reveal.js lecture decks plus an index")
+    slides.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    slides.add_argument("--out", default="build/slides",
+                        help="output folder, relative to the course (default: build/slides)")
+    slides.add_argument("--profile", choices=("smoke", "laptop", "gpu"),
+                        help="profile to execute in, unless build/executed/ holds a fresh copy from it "
+                             "(default: course_lib.profile())")
+    slides.add_argument("--pdf", action="store_true", help="also print each deck to PDF with headless Chromium")
+    _grading_steps(steps)
+    from .train_cmd import add_parser as add_train_parser
+
+    add_train_parser(steps)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     try:
+        if arguments.step == "train":  # needs no assignment: it trains a course model from the shell
+            from .train_cmd import train_command
+
+            return train_command(arguments)
         root = find_root()
+        if arguments.step in ("autograde", "grades", "feedback"):
+            return _grading(arguments, root)
         selected = assignments(root, arguments.assignments)
         if arguments.step == "release":
             from .release import plan_release
@@ -43,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             from .build import check
 
             return 0 if check(root, selected) else 1
+        if arguments.step == "slides":
+            from .. import profile
+            from .slides import slides
+
+            return 0 if slides(root, selected, arguments.profile or profile(), root / arguments.out,
+                               pdf=arguments.pdf) else 1
         from .. import profile
         from .build import build
 
@@ -53,6 +78,51 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)
         return 130
+
+
+def _grading_steps(steps: argparse._SubParsersAction) -> None:
+    """autograde, grades and feedback: course_lib.instructor.autograde, .grades and .feedback."""
+    from .sandbox import Limits
+
+    default = Limits()
+    autograde = steps.add_parser("autograde", help="grade submitted/<student>/<assignment>/, each student sandboxed")
+    autograde.add_argument("assignment", metavar="ASSIGNMENT")
+    autograde.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+    autograde.add_argument("--jobs", type=int, default=1, metavar="N", help="students graded at once (default 1)")
+    autograde.add_argument("--cell-timeout", type=float, metavar="S",
+                           help="seconds per cell (default: Execute.timeout of nbgrader_config.py)")
+    autograde.add_argument("--timeout", type=float, default=default.wall_s, metavar="S",
+                           help=f"seconds for one student's whole notebook (default {default.wall_s:g})")
+    autograde.add_argument("--memory", type=float, default=default.memory_bytes / 2**30, metavar="GIB",
+                           help=f"memory per student in GiB (default {default.memory_bytes / 2**30:g})")
+    autograde.add_argument("--unsafe-no-sandbox", action="store_true",
+                           help="without bubblewrap: resource limits only, no isolation (trusted notebooks only)")
+
+    grades = steps.add_parser("grades", help="every student's status and score per assignment")
+    grades.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    grades.add_argument("--csv", metavar="PATH", help="also write them to this CSV file")
+
+    feedback = steps.add_parser("feedback", help="write feedback/<student>/<assignment>/<assignment>.html")
+    feedback.add_argument("assignment", metavar="ASSIGNMENT")
+    feedback.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+
+
+def _grading(arguments: argparse.Namespace, root) -> int:
+    if arguments.step == "autograde":
+        from .autograde import autograde, limits_for, needs_attention
+
+        limits = limits_for(root, cell_s=arguments.cell_timeout, wall_s=arguments.timeout,
+                            memory_bytes=int(arguments.memory * 2**30))
+        results = autograde(root, arguments.assignment, arguments.student, jobs=max(1, arguments.jobs),
+                            limits=limits, isolated=not arguments.unsafe_no_sandbox)
+        return 1 if needs_attention(results) else 0
+    if arguments.step == "grades":
+        from .grades import export
+
+        return export(root, assignments(root, arguments.assignments), arguments.csv)
+    from .feedback import write_feedback
+
+    return write_feedback(root, arguments.assignment, arguments.student)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Each deck is nbconvert's reveal.js export of the executed solution notebook (figures live, maths
 typeset by MathJax 2). Every script, style sheet and font the decks load is copied from the npm
-packages that ``scripts/setup_slides.sh`` installs under ``build/vendor/`` into ``<out>/assets/``,
+packages that ``scripts/setup_system.sh`` installs under ``build/vendor/`` into ``<out>/assets/``,
 and the decks name them by relative paths, so a folder of slides opens from ``file://`` or any
 web server without a network. Rendering refuses to write a deck that still names a remote asset.
 """
@@ -23,7 +23,7 @@ from .course import Assignment, CourseError
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
 
 VENDOR_ENV = "COURSE_SLIDES_VENDOR"  # folder holding node_modules/ (default: <course>/build/vendor)
-SETUP_HINT = "run scripts/setup_slides.sh (make setup does)"
+SETUP_HINT = "run scripts/setup_system.sh (make setup does)"
 
 # What the decks load, as paths inside node_modules/; each is copied to <out>/assets/<same path>.
 # MathJax 2 is what nbconvert's templates drive; only its TeX input, CommonHTML output and the

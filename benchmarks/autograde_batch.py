@@ -1,0 +1,119 @@
+"""Benchmark of ``course autograde``: a batch of students of a real assignment, --jobs 1 against --jobs 2.
+
+    python -m benchmarks.autograde_batch                      # 01_rnn_baselines, 30 students
+    python -m benchmarks.autograde_batch --students 12 --jobs 2
+
+The batch is a third honest submissions (the solution), a sixth untouched releases and the rest
+the assignment's bug catalogue (tests/bugs/<assignment>.py: each bug redefines one graded
+function inside its answer cell). The solution's probes are recorded once before the timed runs.
+Each timed run grades the whole batch in a fresh copy of the course (a new gradebook) and checks
+that the honest students get full marks, the releases nothing and no bug full marks. Writes
+``benchmarks/results/autograde_batch.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
+    """Copy the course's assignment into ``root`` and submit ``students`` notebooks; student -> kind."""
+    import nbformat
+
+    from course_lib.instructor.submission import source_cells
+    from tests.bugs import catalogue
+
+    shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    for folder in ("solutions", "notebooks"):
+        shutil.copytree(ROOT / folder / assignment, root / folder / assignment)
+    source = root / "solutions" / assignment / f"{assignment}.ipynb"
+    release = root / "notebooks" / assignment / f"{assignment}.ipynb"
+    owner = {name: c.grade_id for c in source_cells(source) if c.kind == "solution" for name in c.names}
+    bugs = catalogue(assignment)
+    kinds = {}
+    for index in range(students):
+        kind = "honest" if index % 3 == 0 else "blank" if index % 6 == 1 else "bug"
+        notebook = nbformat.read(source if kind != "blank" else release, as_version=4)
+        if kind == "bug":
+            bug = bugs[index % len(bugs)]
+            kind = f"bug: {bug.target}: {bug.description}"
+            for cell in notebook.cells:
+                if cell.metadata.get("nbgrader", {}).get("grade_id") == owner[bug.target]:
+                    cell.source += "\n\n" + bug.code.strip()
+        student = f"student{index:02d}"
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / f"{assignment}.ipynb")
+        kinds[student] = kind
+    return kinds
+
+
+def run(assignment: str, students: int, jobs: list[int]) -> dict:
+    from benchmarks._notebook_run import machine
+    from course_lib.instructor.autograde import autograde, build_reference, limits_for
+    from course_lib.instructor.course import assignments
+    from course_lib.instructor.sandbox import Sandbox
+    from course_lib.instructor.submission import source_cells
+
+    report: dict = {"assignment": assignment, "students": students, "machine": machine(), "runs": {}}
+    with tempfile.TemporaryDirectory(prefix="bench-autograde-") as scratch:
+        template = Path(scratch) / "template"
+        template.mkdir()
+        kinds = make_batch(template, assignment, students)
+        report["batch"] = dict(Counter(k.split(":")[0] for k in kinds.values()))
+        started = time.perf_counter()
+        course = assignments(template, [assignment])[0]
+        build_reference(course, source_cells(course.source), Sandbox(), limits_for(template),
+                        {"files": course.release.parent})
+        report["reference_seconds"] = round(time.perf_counter() - started, 1)
+        for n in jobs:
+            root = Path(scratch) / f"jobs{n}"
+            shutil.copytree(template, root)
+            started = time.perf_counter()
+            results = autograde(root, assignment, jobs=n, out=io.StringIO(), progress=False)
+            seconds = time.perf_counter() - started
+            wrong = [r.student for r in results if (kinds[r.student] == "honest" and r.score != r.max_score)
+                     or (kinds[r.student] == "blank" and r.score != 0)
+                     or (kinds[r.student].startswith("bug") and r.score == r.max_score)]
+            report["runs"][f"jobs{n}"] = {
+                "seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
+                "statuses": dict(Counter(r.status for r in results)),
+                "unexpected": {s: kinds[s] for s in wrong},
+                "flagged": {r.student: [kinds[r.student], r.reasons] for r in results if r.status != "graded"},
+            }
+            print(f"--jobs {n}: {seconds:.0f} s, {seconds / students:.1f} s per student", file=sys.stderr)
+    if "jobs1" in report["runs"] and len(report["runs"]) > 1:
+        base = report["runs"]["jobs1"]["seconds"]
+        report["speedup"] = {k: round(base / v["seconds"], 2) for k, v in report["runs"].items()}
+    report["machine"]["note"] = "2 shared cores: other work ran on the machine; see load averages"
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks._notebook_run import write_report
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--assignment", default="01_rnn_baselines")
+    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    report = run(args.assignment, args.students, args.jobs)
+    path = write_report("autograde_batch", report, args.output)
+    print(json.dumps(report, indent=2))
+    print(f"written to {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # for `python benchmarks/autograde_batch.py`
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""``course feedback``: one self-contained HTML page per student and assignment.
+
+The page shows each graded check with its score and the message it failed with (course_lib.grading's
+"expected ..., got ..."), the visible part of the check's code the student already has, and notes
+about the submission. Hidden tests never appear: only code before ``### BEGIN HIDDEN TESTS`` is
+shown, and message lines quoting hidden test code are removed. Plain HTML and inline CSS: it opens
+offline, with nothing fetched from a CDN.
+"""
+from __future__ import annotations
+
+import html
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from . import gradebook
+from .autograde import FAILED, RECORD, hidden_lines, scrub
+from .course import assignments
+from .submission import source_cells
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;width:100%}
+td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
+pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passed{color:#1a7f37}.failed{color:#b42318}
+.review{color:#9a6700}summary{cursor:pointer;color:#555}"""
+RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
+
+
+def visible_part(source: str) -> str:
+    return source.split("### BEGIN HIDDEN TESTS")[0].rstrip()
+
+
+def page(record: dict, tests: dict[str, str], hidden: list[str], score: dict | None) -> str:
+    """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source."""
+    e = html.escape
+    title = f"{record['assignment']}: feedback for {record['student']}"
+    manual = (score or {}).get("manual", {})
+    if record["status"] == FAILED:
+        summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record['reasons']))}</p>"
+    else:
+        total = score["score"] if score else record["score"]
+        summary = f"<p>Score: <b>{total:g} / {record['max_score']:g}</b></p>"
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
+             f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
+    if record["notes"]:
+        notes = "".join(f"<li>{e(n)}</li>" for n in record["notes"])
+        parts.append(f"<h2>About your submission</h2><ul>{notes}</ul>")
+    if record["checks"]:
+        parts.append("<h2>Checks</h2><table><tr><th>check</th><th>score</th><th>result</th></tr>")
+        for check in record["checks"]:
+            points = manual.get(check["grade_id"], check["score"])
+            message = scrub(check["message"], hidden) if check["message"] else ""
+            code = visible_part(tests.get(check["grade_id"], ""))
+            parts.append(
+                f"<tr><td>{e(check['grade_id'])}</td><td>{points:g} / {check['points']:g}</td>"
+                f"<td><span class='{check['status']}'>{RESULT.get(check['status'], e(check['status']))}</span>"
+                + (f"<pre>{e(message)}</pre>" if message else "")
+                + (f"<details><summary>the visible part of this check</summary><pre>{e(code)}</pre></details>"
+                   if code else "")
+                + "</td></tr>")
+        parts.append("</table>")
+    parts.append("<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
+    return "".join(parts) + "</body></html>\n"
+
+
+def write_feedback(root: Path, assignment_id: str, students: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    assignment = assignments(root, [assignment_id])[0]
+    cells = source_cells(assignment.source)
+    tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
+    hidden = hidden_lines(cells)
+    scores = gradebook.scores(gradebook.db_url(root), assignment.id)
+    records = sorted((root / "autograded").glob(f"*/{assignment.id}/{RECORD}"))
+    written = 0
+    for path in records:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if students and record["student"] not in students:
+            continue
+        target = root / "feedback" / record["student"] / assignment.id / f"{assignment.release.stem}.html"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page(record, tests, hidden, scores.get(record["student"])), encoding="utf-8")
+        written += 1
+    print(f"wrote feedback for {written} student(s) under feedback/", file=out)
+    return 0

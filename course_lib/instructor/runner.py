@@ -1,0 +1,139 @@
+"""The program that runs inside the sandbox: ``python -I -m course_lib.instructor.runner IN OUT``.
+
+It executes the cells of ``IN/plan.json`` one by one in an IPython shell (so magics and
+``get_ipython()`` behave as in Jupyter), then replays the grader's probes on the student's
+definitions (:mod:`.probes`). Everything it reports goes to ``OUT``: ``events.jsonl`` (a line when
+each step starts and ends, which the trusted parent also uses to time steps), ``replay/<k>.pt`` and,
+when recording, the probes. The student's code runs in this process, so the parent treats
+everything here as the student's word, except what :func:`.probes.compare` checks itself.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+MESSAGE_CHARS = 2_000
+
+
+class Events:
+    """Append-only step log; a forked child of the student's code must not write to it."""
+
+    def __init__(self, path: Path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.pid = os.getpid()
+
+    def emit(self, **event) -> None:
+        if os.getpid() == self.pid:
+            os.write(self.fd, (json.dumps(event) + "\n").encode())
+
+
+def _drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+def _limit(limits: dict) -> None:
+    for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
+                        ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_CORE", 0)):
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui=None):  # ``%matplotlib inline`` asks for it; there is no GUI here
+            pass
+
+    return Shell.instance(colors="nocolor", history_length=0)
+
+
+def _error(result) -> str | None:
+    error = result.error_before_exec or result.error_in_exec
+    if error is None:
+        return None
+    return (f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)[:MESSAGE_CHARS]
+
+
+def main(argv: list[str]) -> int:
+    inbox, outbox = Path(argv[0]), Path(argv[1])
+    if "--drop-to" in argv:
+        _drop_privileges(int(argv[argv.index("--drop-to") + 1]))
+    plan = json.loads((inbox / "plan.json").read_text(encoding="utf-8"))
+    _limit(plan["limits"])
+    for folder in ("tmp", "runs"):
+        (Path(os.environ.get("HOME", ".")) / folder).mkdir(exist_ok=True)
+    if (inbox / "files").is_dir():  # the files released beside the notebook (never the student's own)
+        for path in (inbox / "files").iterdir():
+            if path.is_dir():
+                shutil.copytree(path, path.name)
+            elif path.suffix != ".ipynb":
+                shutil.copy(path, path.name)
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]  # no torch.py from the cwd
+    events = Events(outbox / "events.jsonl")
+    main_pid = os.getpid()
+
+    import torch  # noqa: F401 (imported before any student code, with the thread count set)
+
+    from course_lib.grading import _resolve, forbid
+
+    from . import probes
+
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    recorder = probes.Recorder() if plan["mode"] == "record" else None
+    if recorder:
+        recorder.install()
+    shell = _shell()
+    skip = {int(step): why for step, why in plan.get("skip", {}).items()}
+    captured: dict = {}
+    for step, cell in enumerate(plan["cells"]):
+        if step in skip:
+            events.emit(step=step, ok=False, error=skip[step], skipped=True)
+            continue
+        events.emit(step=step, start=True)
+        if recorder:
+            recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
+        started = time.perf_counter()
+        result = shell.run_cell(cell["source"], store_history=False)
+        if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
+            os._exit(0)
+        if recorder:
+            recorder.cell = None
+        if cell["kind"] == "solution":
+            captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
+            if recorder:
+                recorder.wrap(shell.user_ns, cell["names"])
+        error = _error(result)
+        events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+    sys.stdout.flush()
+    if recorder:
+        recorder.save(outbox)
+    else:
+        calls = json.loads((inbox / "probes.json").read_text(encoding="utf-8"))
+        (outbox / "replay").mkdir(exist_ok=True)
+        for offset, index in enumerate(plan.get("replay", [])):
+            step = len(plan["cells"]) + offset
+            if step in skip:
+                events.emit(step=step, ok=False, error=skip[step], skipped=True)
+                continue
+            events.emit(step=step, start=True)
+            for perturb in (False, True) if plan["mode"] == "check" else (False,):
+                record = probes.replay(index, calls, inbox / "probes", captured, shell.user_ns,
+                                       forbid=forbid, resolve=_resolve, perturb=perturb)
+                if os.getpid() != main_pid:
+                    os._exit(0)
+                torch.save(record, outbox / "replay" / f"{index}{'.perturbed' if perturb else ''}.pt")
+            events.emit(step=step, ok=True)
+    events.emit(done=True)
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter shutdown: the student's atexit hooks and finalisers must not run
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,143 @@
+"""One sandboxed run of a plan of cells, resumed past every cell that crashes or hangs.
+
+The runner reports each step's start and end in ``events.jsonl``; the parent times the running step
+from it. When a step breaks a limit or kills the process, the plan runs again from the start with
+that step skipped and its reason recorded, so one bad function costs only the tests that call it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .sandbox import INBOX, OUTBOX, Limits, Sandbox, describe_end
+
+MAX_ATTEMPTS = 8
+MAX_EVENTS_BYTES = 8 << 20
+LOG_TAIL_BYTES = 20_000
+
+
+@dataclass
+class Run:
+    outbox: Path
+    steps: dict[int, dict] = field(default_factory=dict)  # step -> its end event (ok, error, skipped)
+    failure: str | None = None  # the run could not even start: nothing was graded
+    wall: bool = False  # the whole-notebook time limit cut it short
+    seconds: float = 0.0
+    attempts: int = 0
+    log: str = ""
+
+
+class StepWatch:
+    """Reads new events as they come and says "step" when the running step is over its time."""
+
+    def __init__(self, path: Path, limit_s: float):
+        self.path, self.limit_s = path, limit_s
+        self.offset, self.buffer = 0, b""
+        self.running: int | None = None
+        self.since = time.monotonic()
+
+    def __call__(self) -> str | None:
+        try:
+            with open(self.path, "rb") as stream:
+                stream.seek(self.offset)
+                chunk = stream.read(1 << 20)
+        except OSError:
+            chunk = b""
+        self.offset += len(chunk)
+        lines = (self.buffer + chunk).split(b"\n")
+        self.buffer = lines.pop()[-4096:]
+        for event in _parse(lines):
+            if event.get("start"):
+                self.running, self.since = event.get("step"), time.monotonic()
+            elif "ok" in event and event.get("step") == self.running:
+                self.running = None
+        if self.running is not None and time.monotonic() - self.since > self.limit_s:
+            return "step"
+        return None
+
+
+def _parse(lines: list[bytes]) -> list[dict]:
+    events = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(event, dict) and (event.get("done") is True or isinstance(event.get("step"), int)):
+            events.append(event)
+    return events
+
+
+def read_events(path: Path) -> list[dict]:
+    try:
+        with open(path, "rb") as stream:
+            return _parse(stream.read(MAX_EVENTS_BYTES).split(b"\n"))
+    except OSError:
+        return []
+
+
+def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
+             slot: int = 0, related: Callable[[int], list[int]] = lambda step: []) -> Run:
+    """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder).
+
+    ``related(step)`` names the steps to skip along with a step that broke the process (the
+    replays of a test cell that crashed, the other replays of a function that crashed).
+    """
+    inbox = workdir / "in"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for name, path in inputs.items():
+        if path.is_dir():
+            shutil.copytree(path, inbox / name, dirs_exist_ok=True)
+        else:
+            shutil.copy(path, inbox / name)
+    steps = len(plan["cells"]) + len(plan.get("replay", []))
+    skip: dict[int, str] = {}
+    started = time.monotonic()
+    run = Run(workdir / "out")
+    argv = [sys.executable, "-I", "-m", "course_lib.instructor.runner", INBOX, OUTBOX]
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        shutil.rmtree(run.outbox, ignore_errors=True)
+        run.outbox.mkdir()
+        (inbox / "plan.json").write_text(json.dumps({**plan, "skip": {str(k): v for k, v in skip.items()}}),
+                                         encoding="utf-8")
+        remaining = limits.wall_s - (time.monotonic() - started)
+        ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
+                            limits=dataclasses.replace(limits, wall_s=max(remaining, 1.0)),
+                            watch=StepWatch(run.outbox / "events.jsonl", limits.cell_s))
+        events = read_events(run.outbox / "events.jsonl")
+        run.attempts, run.log = attempt, _tail(workdir / "log.txt")
+        run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
+        started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]
+        culprit = started_steps[-1] if started_steps and started_steps[-1] not in run.steps else None
+        finished = len(run.steps) == steps
+        if finished and (culprit is None):
+            break
+        if culprit is None:
+            run.failure = f"the grading process stopped before its first cell: {describe_end(ended, limits)}"
+            break
+        skip[culprit] = f"not run: {describe_end(ended, limits)}"
+        for step in related(culprit):
+            skip.setdefault(step, f"not run: step {culprit} {describe_end(ended, limits)}")
+        if ended.why == "wall":
+            run.steps[culprit] = {"step": culprit, "ok": False, "error": skip[culprit], "skipped": True}
+            run.wall = True
+            break
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as stream:
+            stream.seek(0, 2)
+            size = stream.tell()
+            stream.seek(max(0, size - LOG_TAIL_BYTES))
+            return stream.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,269 @@
+"""Plausible wrong implementations of notebook 05's graded classes and functions; each must fail a graded cell.
+
+Each ``code`` runs in the kernel of the executed solution notebook, where ``torch``, ``nn``, ``F``,
+``math``, ``MultiHeadAttention``, ``causal_mask``, ``padding_mask``, ``make_positional`` and the
+token ids exist. Most bugs are the solution with one line changed (``_variant``), so each differs
+from the correct code by exactly the mistake its description names.
+"""
+from tests.bugs import Bug
+
+
+def _variant(base: str, old: str, new: str) -> str:
+    """``base`` with ``old`` replaced by ``new`` (exactly once: a typo here must not go unnoticed)."""
+    assert base.count(old) == 1, f"the bug template does not contain exactly one {old!r}"
+    return base.replace(old, new)
+
+
+# ----------------------------------------------------------------------------------------------- PositionwiseFeedForward
+_FFN = '''
+class PositionwiseFeedForward(nn.Module):
+    def __init__(self, d_model, d_ff, dropout=0.0):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+'''
+_FFN_BUGS = [
+    Bug("PositionwiseFeedForward", "no ReLU between the two layers",
+        _variant(_FFN, "self.dropout(F.relu(self.linear1(x)))", "self.dropout(self.linear1(x))")),
+    Bug("PositionwiseFeedForward", "ReLU on the output as well",
+        _variant(_FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                 "return F.relu(self.linear2(self.dropout(F.relu(self.linear1(x)))))")),
+    Bug("PositionwiseFeedForward", "GELU instead of the paper's ReLU", _variant(_FFN, "F.relu(", "F.gelu(")),
+    Bug("PositionwiseFeedForward", "hidden layer without a bias",
+        _variant(_FFN, "nn.Linear(d_model, d_ff)", "nn.Linear(d_model, d_ff, bias=False)")),
+]
+
+# ----------------------------------------------------------------------------------------------- EncoderLayer
+_ENC = '''
+class EncoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.dropout(self.self_attn(h, h, h, mask)[0])
+            return x + self.dropout(self.ff(self.norm2(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))
+        return self.norm2(x + self.dropout(self.ff(x)))
+'''
+_ENC_BUGS = [
+    Bug("EncoderLayer", "always pre-LN: norm_first ignored", _variant(_ENC, "if self.norm_first:", "if True:")),
+    Bug("EncoderLayer", "always post-LN: norm_first ignored", _variant(_ENC, "if self.norm_first:", "if False:")),
+    Bug("EncoderLayer", "post-LN without the residual around attention",
+        _variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
+                 "x = self.norm1(self.dropout(self.self_attn(x, x, x, mask)[0]))")),
+    Bug("EncoderLayer", "pre-LN without the residual around the FFN",
+        _variant(_ENC, "return x + self.dropout(self.ff(self.norm2(x)))", "return self.dropout(self.ff(self.norm2(x)))")),
+    Bug("EncoderLayer", "post-LN normalises the sublayer, not the sum: x + LN(S(x))",
+        _variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
+                 "x = x + self.norm1(self.dropout(self.self_attn(x, x, x, mask)[0]))")),
+    Bug("EncoderLayer", "padding mask not passed to attention",
+        _variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
+                 "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
+]
+
+# ----------------------------------------------------------------------------------------------- DecoderLayer
+_DEC = '''
+class DecoderLayer(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, dropout=0.0, norm_first=False):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.norm3 = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
+        if self.norm_first:
+            h = self.norm1(x)
+            x = x + self.dropout(self.self_attn(h, h, h, tgt_mask)[0])
+            h = self.norm2(x)
+            x = x + self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])
+            return x + self.dropout(self.ff(self.norm3(x)))
+        x = self.norm1(x + self.dropout(self.self_attn(x, x, x, tgt_mask)[0]))
+        x = self.norm2(x + self.dropout(self.cross_attn(x, memory, memory, memory_mask)[0]))
+        return self.norm3(x + self.dropout(self.ff(x)))
+'''
+_DEC_BUGS = [
+    Bug("DecoderLayer", "cross-attention reads the decoder's own states as keys and values",
+        _variant(_DEC, "x = self.norm2(x + self.dropout(self.cross_attn(x, memory, memory, memory_mask)[0]))",
+                 "x = self.norm2(x + self.dropout(self.cross_attn(x, x, x, tgt_mask)[0]))")),
+    Bug("DecoderLayer", "causal mask not applied in self-attention (post-LN)",
+        _variant(_DEC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, tgt_mask)[0]))",
+                 "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
+    Bug("DecoderLayer", "source padding mask not applied in cross-attention (post-LN)",
+        _variant(_DEC, "self.cross_attn(x, memory, memory, memory_mask)", "self.cross_attn(x, memory, memory)")),
+    Bug("DecoderLayer", "decoder always post-LN: norm_first ignored", _variant(_DEC, "if self.norm_first:", "if False:")),
+    Bug("DecoderLayer", "pre-LN without the residual around cross-attention",
+        _variant(_DEC, "x = x + self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])",
+                 "x = self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])")),
+    Bug("DecoderLayer", "pre-LN feeds the un-normalised x to the FFN",
+        _variant(_DEC, "return x + self.dropout(self.ff(self.norm3(x)))", "return self.norm3(x + self.dropout(self.ff(x)))")),
+]
+
+# ----------------------------------------------------------------------------------------------- Transformer
+_MODEL = '''
+class Transformer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, d)
+        self.positional = make_positional(cfg.positional, d, cfg.max_len, n_heads=cfg.n_heads)
+        args = (d, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm_first)
+        self.encoder_layers = nn.ModuleList([EncoderLayer(*args) for _ in range(cfg.n_encoder_layers)])
+        self.decoder_layers = nn.ModuleList([DecoderLayer(*args) for _ in range(cfg.n_decoder_layers)])
+        self.encoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()
+        self.out = nn.Linear(d, cfg.tgt_vocab_size, bias=False)
+        if cfg.tie_output:
+            self.out.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def encode(self, src):
+        x = self.dropout(self.positional(self.src_embed(src) * math.sqrt(self.cfg.d_model)))
+        mask = padding_mask(src)
+        for layer in self.encoder_layers:
+            x = layer(x, mask)
+        return self.encoder_norm(x)
+
+    def decode(self, tgt_in, memory, src_mask):
+        y = self.dropout(self.positional(self.tgt_embed(tgt_in) * math.sqrt(self.cfg.d_model)))
+        tgt_mask = causal_mask(tgt_in.shape[1], device=tgt_in.device)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.out(self.decoder_norm(y))
+
+    def forward(self, src, tgt_in):
+        return self.decode(tgt_in, self.encode(src), padding_mask(src))
+'''
+_MODEL_BUGS = [
+    Bug("Transformer", "embeddings not scaled by sqrt(d_model)",
+        _variant(_MODEL, "self.src_embed(src) * math.sqrt(self.cfg.d_model)", "self.src_embed(src)")),
+    Bug("Transformer", "scaled after the positions are added",
+        _variant(_MODEL, "y = self.dropout(self.positional(self.tgt_embed(tgt_in) * math.sqrt(self.cfg.d_model)))",
+                 "y = self.dropout(self.positional(self.tgt_embed(tgt_in)) * math.sqrt(self.cfg.d_model))")),
+    Bug("Transformer", "output layer never tied to the target embedding",
+        _variant(_MODEL, "if cfg.tie_output:", "if False:")),
+    Bug("Transformer", "no causal mask in the decoder",
+        _variant(_MODEL, "y = layer(y, memory, tgt_mask, src_mask)", "y = layer(y, memory, None, src_mask)")),
+    Bug("Transformer", "encoder self-attention ignores source padding",
+        _variant(_MODEL, "x = layer(x, mask)", "x = layer(x, None)")),
+    Bug("Transformer", "no final LayerNorm in the pre-LN decoder stack",
+        _variant(_MODEL, "self.decoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()",
+                 "self.decoder_norm = nn.Identity()")),
+    Bug("Transformer", "cross-attention sees the padded source positions",
+        _variant(_MODEL, "return self.decode(tgt_in, self.encode(src), padding_mask(src))",
+                 "return self.decode(tgt_in, self.encode(src), None)")),
+]
+
+# ----------------------------------------------------------------------------------------------- transformer_param_count
+_COUNT = '''
+def transformer_param_count(cfg):
+    d, d_ff = cfg.d_model, cfg.d_ff
+    attention = 4 * d * d + 4 * d
+    ffn = 2 * d * d_ff + d_ff + d
+    norm = 2 * d
+    total = cfg.n_encoder_layers * (attention + ffn + 2 * norm)
+    total += cfg.n_decoder_layers * (2 * attention + ffn + 3 * norm)
+    total += (cfg.src_vocab_size + cfg.tgt_vocab_size) * d
+    if cfg.positional == "learned":
+        total += cfg.max_len * d
+    if cfg.norm_first:
+        total += 2 * norm
+    if not cfg.tie_output:
+        total += cfg.tgt_vocab_size * d
+    return total
+'''
+_COUNT_BUGS = [
+    Bug("transformer_param_count", "biases forgotten",
+        _variant(_variant(_COUNT, "attention = 4 * d * d + 4 * d", "attention = 4 * d * d"),
+                 "ffn = 2 * d * d_ff + d_ff + d", "ffn = 2 * d * d_ff")),
+    Bug("transformer_param_count", "decoder layers without cross-attention",
+        _variant(_COUNT, "(2 * attention + ffn + 3 * norm)", "(attention + ffn + 2 * norm)")),
+    Bug("transformer_param_count", "tied output layer counted twice", _variant(_COUNT, "if not cfg.tie_output:", "if True:")),
+    Bug("transformer_param_count", "final LayerNorms counted for post-LN too", _variant(_COUNT, "if cfg.norm_first:", "if True:")),
+    Bug("transformer_param_count", "learned position table forgotten",
+        _variant(_COUNT, 'if cfg.positional == "learned":', "if False:")),
+    Bug("transformer_param_count", "LayerNorm counted as d (no beta)", _variant(_COUNT, "norm = 2 * d", "norm = d")),
+]
+
+# ----------------------------------------------------------------------------------------------- label_smoothed_cross_entropy
+_LS = '''
+def label_smoothed_cross_entropy(logits, target, eps, pad_id=0):
+    logp = logits.log_softmax(dim=-1)
+    nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -logp.mean(dim=-1)
+    loss = (1 - eps) * nll + eps * uniform
+    keep = target != pad_id
+    return loss[keep].mean()
+'''
+_LS_BUGS = [
+    Bug("label_smoothed_cross_entropy", "padding counted in the mean", _variant(_LS, "return loss[keep].mean()", "return loss.mean()")),
+    Bug("label_smoothed_cross_entropy", "eps spread over the V-1 wrong classes only",
+        _variant(_LS, "uniform = -logp.mean(dim=-1)",
+                 "uniform = -(logp.sum(-1) - logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)) / (logp.shape[-1] - 1)")),
+    Bug("label_smoothed_cross_entropy", "sum over tokens instead of the mean", _variant(_LS, "return loss[keep].mean()", "return loss[keep].sum()")),
+    Bug("label_smoothed_cross_entropy", "true class keeps weight 1 instead of 1 - eps",
+        _variant(_LS, "loss = (1 - eps) * nll + eps * uniform", "loss = nll + eps * uniform")),
+    Bug("label_smoothed_cross_entropy", "smoothing term uses probabilities, not log-probabilities",
+        _variant(_LS, "uniform = -logp.mean(dim=-1)", "uniform = -logp.exp().mean(dim=-1)")),
+]
+
+# ----------------------------------------------------------------------------------------------- noam_lr
+_NOAM = '''
+def noam_lr(step, d_model, warmup, factor=1.0):
+    return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+'''
+_NOAM_BUGS = [
+    Bug("noam_lr", "warm-up term missing", _variant(_NOAM, "min(step ** -0.5, step * warmup ** -1.5)", "step ** -0.5")),
+    Bug("noam_lr", "d_model^-0.5 factor missing", _variant(_NOAM, "factor * d_model ** -0.5 * ", "factor * ")),
+    Bug("noam_lr", "warmup^-0.5 instead of warmup^-1.5", _variant(_NOAM, "warmup ** -1.5", "warmup ** -0.5")),
+    Bug("noam_lr", "max instead of min", _variant(_NOAM, "min(", "max(")),
+    Bug("noam_lr", "factor ignored", _variant(_NOAM, "return factor * ", "return ")),
+]
+
+# ----------------------------------------------------------------------------------------------- greedy_decode
+_GREEDY = '''
+def greedy_decode(model, src, max_len):
+    model.eval()
+    with torch.no_grad():
+        memory, src_mask = model.encode(src), padding_mask(src)
+        ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)
+        finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(max_len):
+            nxt = model.decode(ys, memory, src_mask)[:, -1].argmax(dim=-1)
+            nxt = nxt.masked_fill(finished, PAD_ID)
+            ys = torch.cat([ys, nxt.unsqueeze(1)], dim=1)
+            finished = finished | (nxt == EOS_ID)
+            if finished.all():
+                break
+    return ys[:, 1:]
+'''
+_GREEDY_BUGS = [
+    Bug("greedy_decode", "never stops at <eos>: always runs max_len steps",
+        _variant(_GREEDY, "            if finished.all():\n                break\n", "")),
+    Bug("greedy_decode", "no padding after <eos>", _variant(_GREEDY, "            nxt = nxt.masked_fill(finished, PAD_ID)\n", "")),
+    Bug("greedy_decode", "returns the <bos> too", _variant(_GREEDY, "return ys[:, 1:]", "return ys")),
+    Bug("greedy_decode", "feeds only the last token, without a cache",
+        _variant(_GREEDY, "model.decode(ys, memory, src_mask)", "model.decode(ys[:, -1:], memory, src_mask)")),
+    Bug("greedy_decode", "argmax of the first position instead of the last", _variant(_GREEDY, "[:, -1].argmax", "[:, 0].argmax")),
+    Bug("greedy_decode", "stops when the first row finishes", _variant(_GREEDY, "if finished.all():", "if finished.any():")),
+]
+
+BUGS = _FFN_BUGS + _ENC_BUGS + _DEC_BUGS + _MODEL_BUGS + _COUNT_BUGS + _LS_BUGS + _NOAM_BUGS + _GREEDY_BUGS

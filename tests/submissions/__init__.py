@@ -1,0 +1,1 @@
+"""Fixture submissions for ``course autograde``: a small assignment and a catalogue of honest, wrong and hostile answers."""

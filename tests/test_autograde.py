@@ -1,0 +1,301 @@
+"""``course autograde``, ``grades`` and ``feedback`` on the toy assignment.
+
+One batch grades every submission of the catalogue (tests/submissions/catalogue.py), each followed
+by a canary (the honest solution) and with two students graded at once, the way an instructor runs
+it. Each fixture's outcome is then checked on its own: score or status and why, canaries at full
+marks, a grader's manual scores and the gradebook untouched, no process left behind.
+"""
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from dataclasses import asdict
+from types import SimpleNamespace
+
+import pytest
+
+from course_lib.instructor import gradebook
+from course_lib.instructor.autograde import FAILED, GRADED, REVIEW, Check, Result, autograde, needs_attention
+from course_lib.instructor.course import CourseError
+from course_lib.instructor.lint import bound_names, lint
+from course_lib.instructor.plain import compare, plain
+from course_lib.instructor.sandbox import Limits, Sandbox
+from course_lib.instructor.submission import source_cells
+
+from .submissions.catalogue import CANARY, CATALOGUE, MARKER
+from .submissions.toy import ANSWERS, ASSIGNMENT, POINTS, make_course
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_BWRAP = shutil.which("bwrap") is not None
+needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+
+
+def batch_test(test):
+    """A test of the one big batch (graded once per run: see the ``batch`` fixture)."""
+    return needs_bwrap(pytest.mark.notebook(test))
+
+
+# Small enough that the resource fixtures cost seconds and stay safe on a shared 2-core machine.
+LIMITS = Limits(cell_s=15, wall_s=180, memory_bytes=4 << 30, processes=64, file_bytes=16 << 20,
+                output_bytes=4 << 20, scratch_bytes=256 << 20)
+REVIEWED, ABSENT = "zz_reviewed", "zz_absent"
+
+
+def fixture_student(index: int, fixture) -> str:
+    return f"{index:02d}_{fixture.name}"
+
+
+def canary_student(index: int, fixture) -> str:
+    return f"{index:02d}_{fixture.name}~canary"  # "~" sorts after the fixture's own name: graded after it
+
+
+def _submit(root: Path, student: str, fixture) -> None:
+    folder = root / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    for name, data in fixture.build(root).items():
+        (folder / name).write_bytes(data)
+    if not (folder / "timestamp.txt").exists():
+        (folder / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
+
+
+def _grades(url: str, student: str) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url) as book:
+        submission = book.find_submission(ASSIGNMENT, student)
+        return {g.name: (g.auto_score, g.manual_score) for n in submission.notebooks for g in n.grades}
+
+
+def _grade_the_catalogue(root: Path) -> dict:
+    make_course(root)
+    for index, fixture in enumerate(CATALOGUE):
+        _submit(root, fixture_student(index, fixture), fixture)
+        _submit(root, canary_student(index, fixture), CANARY)
+    _submit(root, REVIEWED, CANARY)
+    # Before the batch: a student a grader already reviewed, and one on the roster who never submitted.
+    url = gradebook.db_url(root)
+    cells = source_cells(root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    gradebook.ensure_assignment(url, ASSIGNMENT, ASSIGNMENT, {c.grade_id: c.points for c in cells if c.kind == "test"},
+                                [c.grade_id for c in cells if c.kind == "solution"])
+    gradebook.save(url, ASSIGNMENT, ASSIGNMENT, REVIEWED, {c.grade_id: 0.0 for c in cells if c.kind == "test"},
+                   set(), None)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url) as book:
+        book.update_or_create_student(ABSENT)
+        book.find_grade("test_softmax", ASSIGNMENT, ASSIGNMENT, REVIEWED).manual_score = 0.5
+        book.db.commit()
+    out = io.StringIO()
+    started = time.monotonic()
+    results = autograde(root, ASSIGNMENT, jobs=2, limits=LIMITS, out=out, progress=False)
+    return {"results": [asdict(r) for r in results], "table": out.getvalue(), "seconds": time.monotonic() - started}
+
+
+@pytest.fixture(scope="session")
+def batch(tmp_path_factory):
+    """The catalogue graded once per test run, whichever xdist worker asks first (the other waits)."""
+    if not HAS_BWRAP:
+        pytest.skip("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    folder = shared / "autograde-catalogue"
+    with open(shared / "autograde-catalogue.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "results.json").is_file():
+            folder.mkdir(exist_ok=True)
+            graded = _grade_the_catalogue(folder / "course")
+            (folder / "results.json").write_text(json.dumps(graded), encoding="utf-8")
+    graded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    results = {}
+    for record in graded["results"]:
+        checks = [Check(**check) for check in record.pop("checks")]
+        results[record["student"]] = Result(**record, checks=checks)
+    root = folder / "course"
+    return SimpleNamespace(root=root, url=gradebook.db_url(root), results=results, table=graded["table"],
+                           seconds=graded["seconds"])
+
+
+def test_the_catalogue_is_big_enough():
+    assert len(CATALOGUE) >= 30
+    assert len({f.name for f in CATALOGUE}) == len(CATALOGUE)
+
+
+@batch_test
+@pytest.mark.parametrize("index, fixture", list(enumerate(CATALOGUE)), ids=[f.name for f in CATALOGUE])
+def test_fixture_outcome(batch, index, fixture):
+    result = batch.results[fixture_student(index, fixture)]
+    expected = fixture.expected
+    described = f"{fixture.description}: {result}"
+    assert result.status == expected.status, described
+    assert result.score == expected.score, described
+    assert {c.grade_id for c in result.checks if c.status == "failed"} == set(expected.failed), described
+    assert {c.grade_id for c in result.checks if c.status == "review"} == set(expected.review), described
+    assert all(c.score == 0 for c in result.checks if c.status == "failed"), described
+    said = " ".join(result.reasons + [c.message for c in result.checks if c.status != "passed"])
+    assert expected.why in said, described
+    assert expected.note in " ".join(result.notes), described
+
+
+@batch_test
+def test_every_canary_keeps_full_marks(batch):
+    for index, fixture in enumerate(CATALOGUE):
+        canary = batch.results[canary_student(index, fixture)]
+        assert (canary.status, canary.score) == (GRADED, POINTS), f"canary after {fixture.name}: {canary}"
+
+
+@batch_test
+def test_the_batch_completes_with_a_summary(batch):
+    assert len(batch.results) == 2 * len(CATALOGUE) + 1
+    for student in batch.results:
+        assert student in batch.table
+    assert "failed to grade" in batch.table and "needs manual review" in batch.table
+    assert needs_attention(list(batch.results.values()))
+    print(f"\n{len(batch.results)} students in {batch.seconds:.0f} s with --jobs 2 "
+          f"({batch.seconds / len(batch.results):.1f} s per student)")
+
+
+@batch_test
+def test_manual_scores_and_the_gradebook_survive(batch):
+    reviewed = _grades(batch.url, REVIEWED)
+    assert reviewed["test_softmax"] == (2.0, 0.5)  # regraded, and the grader's 0.5 still wins
+    assert reviewed["test_double"] == (1.0, None)
+    for student in batch.results:
+        if batch.results[student].status != "not submitted":
+            for auto, manual in _grades(batch.url, student).values():
+                assert auto != 100 and manual in (None, 0.5)
+    backups = list((batch.root / gradebook.BACKUPS).glob("gradebook-*.db"))
+    assert backups, "the gradebook is backed up before the run"
+
+
+@batch_test
+def test_no_process_outlives_its_sandbox(batch):
+    survivors = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                command = Path(f"/proc/{entry.name}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if MARKER.encode() in command:
+                survivors.append(entry.name)
+    assert not survivors
+
+
+@batch_test
+def test_grades_keep_every_status_apart(batch, tmp_path):
+    from course_lib.instructor.course import assignments
+    from course_lib.instructor.grades import export
+
+    path = tmp_path / "grades.csv"
+    assert export(batch.root, assignments(batch.root, [ASSIGNMENT]), str(path), out=io.StringIO()) == 1
+    rows = {row["student"]: row for row in csv.DictReader(path.open())}
+    number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
+    assert (rows[number["honest"]]["status"], rows[number["honest"]]["score"]) == (GRADED, "8")
+    assert (rows[number["blank"]]["status"], rows[number["blank"]]["score"]) == (GRADED, "0")
+    assert rows[number["invalid_json"]]["status"].startswith(f"{FAILED} (") and rows[number["invalid_json"]]["score"] == ""
+    assert "not valid JSON" in rows[number["invalid_json"]]["status"]
+    assert rows[number["input_transformer"]]["status"].startswith(f"{REVIEW} (")
+    assert rows[ABSENT]["status"] == "not submitted" and rows[ABSENT]["score"] == ""
+    assert rows[REVIEWED]["score"] == "6.5"  # 8 with the grader's 0.5 instead of 2 for softmax
+
+
+@batch_test
+def test_feedback_shows_messages_but_no_hidden_tests(batch):
+    from course_lib.instructor.feedback import write_feedback
+
+    assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
+    number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
+    pages = {name: (batch.root / "feedback" / number[name] / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+             for name in ("honest", "unstable_softmax", "invalid_json", "rebound_checks")}
+    assert "8 / 8" in pages["honest"]
+    assert "NaN" in pages["unstable_softmax"] and "_softmax_case((2, 3), 1.0, -1, 0)" in pages["unstable_softmax"]
+    assert "could not be graded" in pages["invalid_json"]
+    for html in pages.values():
+        assert "HIDDEN" not in html and "100.0, -1, 1" not in html and "_dropout_case(0.5, 3)" not in html
+        assert "<script" not in html and "http://" not in html and "https://" not in html
+
+
+@batch_test
+def test_cli_exit_status_says_whether_anything_needs_attention(batch, monkeypatch, capsys, tmp_path):
+    from course_lib.instructor.cli import main
+
+    root = shutil.copytree(batch.root, tmp_path / "course")  # regrading here must not disturb the other tests
+    monkeypatch.chdir(root)
+    number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
+    assert main(["autograde", ASSIGNMENT, "--student", number["honest"], "--cell-timeout", "15"]) == 0
+    assert main(["autograde", ASSIGNMENT, "--student", number["invalid_json"]]) == 1
+    out = capsys.readouterr().out
+    assert "backed up" in out and number["honest"] in out and "not valid JSON" in out
+
+
+# ---------------------------------------------------------------- without a sandbox run ----
+
+def test_missing_bubblewrap_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(CourseError, match="apt-get install bubblewrap"):
+        Sandbox(isolated=True)
+
+
+@pytest.mark.notebook
+def test_the_unsandboxed_fallback_grades_trusted_notebooks(tmp_path):
+    """--unsafe-no-sandbox: limits, rebuilt notebook and probes still apply; only isolation is missing."""
+    root = make_course(tmp_path)
+    honest = next(f for f in CATALOGUE if f.name == "honest")
+    wrong = next(f for f in CATALOGUE if f.name == "rebound_checks")
+    _submit(root, "honest", honest)
+    _submit(root, "wrong", wrong)
+    results = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, isolated=False, out=io.StringIO(),
+                                               progress=False)}
+    assert (results["honest"].status, results["honest"].score) == (GRADED, POINTS)
+    assert (results["wrong"].status, results["wrong"].score) == (REVIEW, wrong.expected.score)
+
+
+def test_honest_answers_of_the_course_raise_no_lint_finding():
+    for notebook in [*sorted((ROOT / "solutions").glob("*/*.ipynb")), None]:
+        cells = source_cells(notebook) if notebook else []
+        protected = {name for c in cells if c.kind == "other" for name in bound_names(c.source)}
+        for cell in cells:
+            if cell.kind == "solution":
+                assert lint(cell.grade_id, cell.source, set(), protected) == [], (notebook, cell.grade_id)
+    for name, answer in ANSWERS.items():
+        assert lint(name, answer, {"torch.nn.functional.scaled_dot_product_attention"}) == []
+    methods = {"course_lib.rnn.Seq2SeqRNN.forward", "course_lib.rnn.Seq2SeqRNN.encode", "course_lib.rnn.Seq2SeqRNN.decode"}
+    own = "class Seq2SeqRNN(nn.Module):\n    def forward(self, src, tgt):\n        return self.decode(tgt, self.encode(src))"
+    assert lint("answer", own, methods) == []
+    assert "uses .Seq2SeqRNN" in str(lint("answer", "def f(cfg):\n    return course_lib.rnn.Seq2SeqRNN(cfg)", methods))
+
+
+@pytest.mark.parametrize("code, found", [
+    ("import os", "imports os"),
+    ("torch.allclose = lambda *a, **k: True", "changes torch.allclose"),
+    ("check_close = print", "rebinds check_close"),
+    ("class A(float):\n    def __eq__(self, other):\n        return True", "defines __eq__"),
+    ("get_ipython().events.register('post_run_cell', print)", "uses get_ipython"),
+    ("def f(x):\n    torch.manual_seed(0)\n    return x", "uses .manual_seed"),
+    ("from torch.nn.functional import scaled_dot_product_attention as sdpa", "imports scaled_dot_product_attention"),
+    ("def f(x):\n    return x.softmax(-1)", "uses .softmax"),
+    ("def f(x):\n    return getattr(torch, 'soft' + 'max')(x)", "uses getattr"),
+    ("Yes = type('Yes', (float,), {'__eq__': lambda self, other: True})", "spells __eq__"),
+    ("torch.library.impl('aten::allclose', 'CPU')", "uses .library"),
+])
+def test_lint_finds_what_only_tampering_needs(code, found):
+    findings = lint("answer", code, {"torch.softmax", "torch.nn.functional.scaled_dot_product_attention"},
+                    {"check_close"})
+    assert any(found in str(f) for f in findings), findings
+
+
+def test_compare_reads_plain_results_only():
+    import torch
+
+    same = {"return": plain(torch.tensor([1.0, 2.0])), "args_after": plain([[], {}])}
+    assert compare(same, same) is None
+    other = {"return": plain(torch.tensor([1.0, 2.5])), "args_after": plain([[], {}])}
+    assert "max abs error 0.5" in compare(same, other)
+    assert "raised" in compare(same, {"error": "ValueError: no"})
+    assert compare(same, None) and compare(same, {"return": plain(object())})

@@ -1,0 +1,54 @@
+"""course_lib.cost: FLOP formulas against torch's FlopCounterMode, parameter counts against
+nn.TransformerEncoderLayer, and the measuring helpers."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from course_lib.attention import scaled_dot_product_attention
+from course_lib.cost import attention_flops, block_param_counts, ffn_flops, median_ms, saved_megabytes
+
+
+@pytest.mark.parametrize("T, d_model, n_heads", [(10, 16, 4), (7, 24, 3)])
+def test_attention_flops_match_torchs_flop_counter(T, d_model, n_heads):
+    mha = nn.MultiheadAttention(d_model, n_heads, batch_first=True)
+    x = torch.randn(1, T, d_model)
+    with FlopCounterMode(display=False) as counter:
+        mha(x, x, x, need_weights=True)  # the explicit path: every matmul is visible to the counter
+    assert attention_flops(T, d_model) == counter.get_total_flops()
+
+
+def test_ffn_flops_match_torchs_flop_counter():
+    ffn = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 16))
+    with FlopCounterMode(display=False) as counter:
+        ffn(torch.randn(1, 9, 16))
+    assert ffn_flops(9, 16, 64) == counter.get_total_flops()
+
+
+@pytest.mark.parametrize("d_model, d_ff", [(512, 2048), (64, 100)])
+def test_block_param_counts_match_transformer_encoder_layer(d_model, d_ff):
+    layer = nn.TransformerEncoderLayer(d_model, nhead=4, dim_feedforward=d_ff)
+    count = lambda *modules: sum(p.numel() for m in modules for p in m.parameters())
+    got = block_param_counts(d_model, d_ff)
+    assert got["attention"] == count(layer.self_attn)
+    assert got["ffn"] == count(layer.linear1, layer.linear2)
+    assert got["norms"] == count(layer.norm1, layer.norm2)
+    assert got["total"] == count(layer)
+
+
+def test_saved_megabytes_sees_the_attention_matrix_only_on_the_naive_path():
+    B, h, T, d = 2, 2, 256, 8
+    q = torch.randn(B, h, T, d, requires_grad=True)
+    naive = saved_megabytes(lambda: scaled_dot_product_attention(q, q, q))
+    fused = saved_megabytes(lambda: F.scaled_dot_product_attention(q, q, q))
+    t_by_t = B * h * T * T * 4 / 2**20  # one float32 (T, T) matrix per head
+    assert naive >= 2 * t_by_t  # at least the scores and the weights
+    assert fused < t_by_t  # the fused kernel keeps no (T, T) matrix
+    assert saved_megabytes(lambda: None) == 0
+
+
+def test_median_ms_times_a_call():
+    calls = []
+    assert median_ms(lambda: calls.append(1), repeats=3, warmup=2) >= 0
+    assert len(calls) == 5
