@@ -3,13 +3,19 @@
 Notebook N teaches a building block; course_lib keeps a reference version of it so that notebook
 N+1 can build on a correct one. Modules, one concept each:
 
-    data        offline English→French corpus (a synchronous grammar) and real-corpus loading
-    text        tokenizer, vocabulary, padding, length-bucketed batches
-    rnn         Elman RNN, RNN language model, seq2seq encoder-decoder (notebook 01)
-    train       training loop, device selection, checkpoints under runs/
-    bleu        corpus BLEU for reporting
-    grading     the checks that graded test cells use
-    plotting    loss curves and heatmaps
+    data          offline English→French corpus (grammar: the synchronous grammar) and real-corpus loading
+    text          tokenizer, vocabulary, padding, length-bucketed batches
+    rnn           Elman RNN, RNN language model, seq2seq encoder-decoder (notebook 01)
+    attention     softmax, scaled dot-product, additive and multi-head attention, masks (02, 03)
+    attention_rnn the Bahdanau-style RNN translator (02); cost: FLOP and parameter counts (03)
+    positional    sinusoidal, learned and rotary position encodings (04); order_task: its ablation
+    transformer   the encoder-decoder Transformer (05); params: closed-form parameter counts
+    decoding      greedy and beam search, batched translation; kv_cache: incremental decoding
+    train         training loop, device selection, checkpoints under runs/; distributed: DDP
+    recipes       how each course model is built, trained and evaluated per profile
+    bleu          BLEU from scratch, equal to sacreBLEU (06); capstone: every model compared
+    grading       the checks that graded test cells use
+    plotting      loss curves and heatmaps
 
 The instructor's tooling lives in ``course_lib.instructor``; notebooks never import it.
 """

@@ -73,6 +73,8 @@ def _grades(url: str, student: str) -> dict:
 
 
 def _grade_the_catalogue(root: Path) -> dict:
+    shutil.rmtree(root, ignore_errors=True)  # what an interrupted earlier attempt left
+    root.mkdir(parents=True)
     make_course(root)
     for index, fixture in enumerate(CATALOGUE):
         _submit(root, fixture_student(index, fixture), fixture)
