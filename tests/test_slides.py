@@ -258,7 +258,7 @@ def check_deck(driver, url: str, notebook, shots: str | None = None) -> dict:
                                       "while (r.nextFragment()) {}", where["h"], where["v"])
                 if show:  # a tall slide scrolls: bring the maths or the figure into view
                     driver.execute_script(f"{reveal}.getCurrentSlide().querySelector(arguments[0])"
-                                          ".scrollIntoView({block: 'center'})", show)
+                                          "?.scrollIntoView({block: 'center'})", show)
                 driver.execute_async_script("MathJax.Hub.Queue(arguments[arguments.length - 1])")
                 time.sleep(0.3)  # one frame for the layout
                 driver.save_screenshot(str(SCREENSHOTS / f"{shots}-{name}.png"))
