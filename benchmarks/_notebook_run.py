@@ -5,7 +5,8 @@
 
 The notebook runs top to bottom with nbclient, with ``COURSE_PROFILE`` set and a fresh temporary
 ``COURSE_RUNS_DIR`` (so earlier runs never leak in), unless ``reuse`` names result folders to
-copy into it first, e.g. 01's checkpoint for notebook 02's baseline.
+copy into it first, e.g. 01's checkpoint for notebook 02's baseline, and ``keep`` names a folder
+that receives the notebook's own run folder afterwards, so that later notebooks can reuse it.
 """
 from __future__ import annotations
 
@@ -49,13 +50,15 @@ def machine() -> dict:
 
 
 def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
-                 reuse: Iterable[Path] = (), threads: int | None = None) -> tuple[float, dict]:
+                 reuse: Iterable[Path] = (), threads: int | None = None,
+                 keep: Path | None = None) -> tuple[float, dict]:
     """Execute ``solutions/<assignment>/<assignment>.ipynb``; return (wall minutes, recorded results).
 
     ``reuse``: result folders (e.g. ``runs/01_rnn_baselines``) copied into the fresh runs folder
     before the notebook starts. ``threads`` sets ``OMP_NUM_THREADS`` for the kernel (torch's
     intra-op threads; on a machine shared with other jobs one thread is often faster than two).
-    Raises nbclient's CellExecutionError on the first failing cell.
+    ``keep``: the notebook's run folder (checkpoints, results) is copied to ``keep/<assignment>``,
+    replacing an earlier copy. Raises nbclient's CellExecutionError on the first failing cell.
     """
     import nbformat
     from nbclient import NotebookClient
@@ -82,6 +85,10 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
             from course_lib.train import read_results  # reads COURSE_RUNS_DIR at call time
 
             results = read_results(assignment)
+            if keep is not None and results:
+                kept = Path(keep) / assignment
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.copytree(Path(runs) / assignment, kept)
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -91,6 +98,12 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
     if not results:
         raise RuntimeError(f"{notebook_path.name} recorded no results under {assignment}/")
     return minutes, results
+
+
+def add_keep_argument(parser) -> None:
+    """The ``--keep DIR`` option of the notebook benchmarks (``run_notebook``'s ``keep``)."""
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="copy the notebook's run folder (checkpoints, results) to DIR/<assignment>")
 
 
 def write_report(name: str, report: dict, output: Path | None = None) -> Path:

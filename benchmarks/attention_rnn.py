@@ -22,17 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # for `python benchmarks/attention_rnn.py`
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._notebook_run import RESULTS, machine, run_notebook, write_report  # noqa: E402
+from benchmarks._notebook_run import RESULTS, add_keep_argument, machine, run_notebook, write_report  # noqa: E402
 
 ASSIGNMENT = "02_attention"
 TARGET_BLEU, BUDGET_MINUTES = 95.0, 6.0  # laptop profile, spec §4 and §6
 
 
 def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800,
-        reuse_01: Path | None = None, threads: int | None = None) -> dict:
+        reuse_01: Path | None = None, threads: int | None = None, keep: Path | None = None) -> dict:
     before = machine()
     minutes, results = run_notebook(ASSIGNMENT, profile, timeout, reuse=[reuse_01] if reuse_01 else [],
-                                    threads=threads)
+                                    threads=threads, keep=keep)
     report = {
         "assignment": ASSIGNMENT,
         "profile": profile,
@@ -70,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-01", type=Path, default=None, metavar="DIR",
                         help="a runs/01_rnn_baselines folder whose checkpoint serves as the baseline")
     parser.add_argument("--threads", type=int, default=None, help="torch threads in the notebook's kernel")
+    add_keep_argument(parser)
     args = parser.parse_args(argv)
-    report = run(args.profile, args.output, args.timeout, args.reuse_01, args.threads)
+    report = run(args.profile, args.output, args.timeout, args.reuse_01, args.threads, args.keep)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -1,13 +1,15 @@
-"""Benchmark of ``course autograde``: a batch of students of a real assignment, --jobs 1 against --jobs 2.
+"""Benchmark of ``course autograde`` on the whole course: seconds per student, --jobs 1 against --jobs 2.
 
-    python -m benchmarks.autograde_batch                      # 01_rnn_baselines, 30 students
-    python -m benchmarks.autograde_batch --students 12 --jobs 2
+    python -m benchmarks.autograde_batch                      # every assignment, 12 students each
+    python -m benchmarks.autograde_batch --assignments 01_rnn_baselines --students 30 --jobs 2
 
-The batch is a third honest submissions (the solution), a sixth untouched releases and the rest
-the assignment's bug catalogue (tests/bugs/<assignment>.py: each bug redefines one graded
-function inside its answer cell). The solution's probes are recorded once before the timed runs.
-Each timed run grades the whole batch in a fresh copy of the course (a new gradebook) and checks
-that the honest students get full marks, the releases nothing and no bug full marks. Writes
+For each assignment the batch is a third honest submissions (the solution), a sixth untouched
+releases and the rest the assignment's bug catalogue (tests/bugs/<assignment>.py: each bug
+redefines one graded function inside its answer cell). The solution's probes are recorded once
+before the timed runs. Each --jobs setting grades every batch in its own copy of the course (a new
+gradebook), assignment by assignment, the settings taking turns to go first; each run checks that
+the honest students get full marks, the releases nothing and no bug full marks. Seconds per student
+are for a student's whole course: the sum over the assignments divided by the students. Writes
 ``benchmarks/results/autograde_batch.json``.
 """
 from __future__ import annotations
@@ -57,57 +59,70 @@ def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
     return kinds
 
 
-def run(assignment: str, students: int, jobs: list[int]) -> dict:
+def run(assignments: list[str], students: int, jobs: list[int]) -> dict:
     from benchmarks._notebook_run import machine
     from course_lib.instructor.autograde import autograde, build_reference, limits_for
-    from course_lib.instructor.course import assignments
+    from course_lib.instructor.course import assignments as course_assignments
     from course_lib.instructor.sandbox import Sandbox
     from course_lib.instructor.submission import source_cells
 
-    report: dict = {"assignment": assignment, "students": students, "machine": machine(), "runs": {}}
+    report: dict = {"assignments": assignments, "students": students, "machine": machine(), "batch": {},
+                    "reference_seconds": {}, "by_assignment": {name: {} for name in assignments}}
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as scratch:
         template = Path(scratch) / "template"
         template.mkdir()
-        kinds = make_batch(template, assignment, students)
-        report["batch"] = dict(Counter(k.split(":")[0] for k in kinds.values()))
-        started = time.perf_counter()
-        course = assignments(template, [assignment])[0]
-        build_reference(course, source_cells(course.source), Sandbox(), limits_for(template),
-                        {"files": course.release.parent})
-        report["reference_seconds"] = round(time.perf_counter() - started, 1)
-        for n in jobs:
-            root = Path(scratch) / f"jobs{n}"
-            shutil.copytree(template, root)
+        kinds = {}
+        for assignment in assignments:
+            kinds[assignment] = make_batch(template, assignment, students)
+            report["batch"][assignment] = dict(Counter(k.split(":")[0] for k in kinds[assignment].values()))
             started = time.perf_counter()
-            results = autograde(root, assignment, jobs=n, out=io.StringIO(), progress=False)
-            seconds = time.perf_counter() - started
-            wrong = [r.student for r in results if (kinds[r.student] == "honest" and r.score != r.max_score)
-                     or (kinds[r.student] == "blank" and r.score != 0)
-                     or (kinds[r.student].startswith("bug") and r.score == r.max_score)]
-            report["runs"][f"jobs{n}"] = {
-                "seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
-                "statuses": dict(Counter(r.status for r in results)),
-                "unexpected": {s: kinds[s] for s in wrong},
-                "flagged": {r.student: [kinds[r.student], r.reasons] for r in results if r.status != "graded"},
-            }
-            print(f"--jobs {n}: {seconds:.0f} s, {seconds / students:.1f} s per student", file=sys.stderr)
+            course = course_assignments(template, [assignment])[0]
+            build_reference(course, source_cells(course.source), Sandbox(), limits_for(template),
+                            {"files": course.release.parent})
+            report["reference_seconds"][assignment] = round(time.perf_counter() - started, 1)
+        roots = {n: shutil.copytree(template, Path(scratch) / f"jobs{n}") for n in jobs}
+        for index, assignment in enumerate(assignments):
+            for n in jobs if index % 2 == 0 else jobs[::-1]:  # take turns going first: load changes hit both alike
+                started = time.perf_counter()
+                results = autograde(roots[n], assignment, jobs=n, out=io.StringIO(), progress=False)
+                seconds = time.perf_counter() - started
+                kind = kinds[assignment]
+                wrong = [r.student for r in results if (kind[r.student] == "honest" and r.score != r.max_score)
+                         or (kind[r.student] == "blank" and r.score != 0)
+                         or (kind[r.student].startswith("bug") and r.score == r.max_score)]
+                report["by_assignment"][assignment][f"jobs{n}"] = {
+                    "seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
+                    "statuses": dict(Counter(r.status for r in results)),
+                    "unexpected": {s: kind[s] for s in wrong},
+                    "flagged": {r.student: [kind[r.student], r.reasons] for r in results if r.status != "graded"},
+                }
+                print(f"{assignment} --jobs {n}: {seconds:.0f} s, {seconds / students:.1f} s per student",
+                      file=sys.stderr)
+    report["runs"] = {}
+    for n in jobs:
+        runs = [by_jobs[f"jobs{n}"] for by_jobs in report["by_assignment"].values()]
+        seconds = sum(r["seconds"] for r in runs)
+        report["runs"][f"jobs{n}"] = {"seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
+                                      "unexpected": sum(len(r["unexpected"]) for r in runs)}
     if "jobs1" in report["runs"] and len(report["runs"]) > 1:
         base = report["runs"]["jobs1"]["seconds"]
         report["speedup"] = {k: round(base / v["seconds"], 2) for k, v in report["runs"].items()}
-    report["machine"]["note"] = "2 shared cores: other work ran on the machine; see load averages"
+    report["machine"]["load_average_after"] = machine()["load_average"]
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks._notebook_run import write_report
+    from course_lib.instructor.course import assignments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--assignment", default="01_rnn_baselines")
-    parser.add_argument("--students", type=int, default=30)
+    parser.add_argument("--assignments", "--assignment", nargs="+", default=None, metavar="ASSIGNMENT",
+                        help="default: every assignment of the course")
+    parser.add_argument("--students", type=int, default=12, help="per assignment (default 12)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
-    report = run(args.assignment, args.students, args.jobs)
+    report = run(args.assignments or [a.id for a in assignments(ROOT)], args.students, args.jobs)
     path = write_report("autograde_batch", report, args.output)
     print(json.dumps(report, indent=2))
     print(f"written to {path}", file=sys.stderr)

@@ -7,24 +7,24 @@ Scores the first 3000 sentences of the generated corpus's ``test`` split (hypoth
 reference with about 12 % of the words dropped, replaced or repeated; references: every reference
 of the sentence) with ``course_lib.bleu.corpus_bleu`` and with sacreBLEU's ``BLEU.corpus_score``
 (what ``sacrebleu.corpus_bleu`` calls), for both tokenizers, alternating the two implementations
-``--repeats`` times and keeping the median time of each. The scores must be identical and
+``--repeats`` times (``_timing.alternate``) and keeping the median time of each. The scores must be identical and
 course_lib at most ``MAX_RATIO`` times slower; the script exits 1 otherwise. Results go to
 ``benchmarks/results/bleu_speed.json``.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
-import statistics
 import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUTPUT = ROOT / "benchmarks" / "results" / "bleu_speed.json"
+if str(ROOT) not in sys.path:  # for `python benchmarks/bleu_speed.py`
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks._notebook_run import RESULTS, machine, write_report  # noqa: E402
+from benchmarks._timing import alternate, medians  # noqa: E402
+
 MAX_RATIO = 1.5  # course_lib's time / sacreBLEU's time allowed
 
 
@@ -45,33 +45,26 @@ def corpus(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]:
     return hypotheses, references
 
 
-def run(n: int = 3000, repeats: int = 15, output: Path = DEFAULT_OUTPUT) -> dict:
+def run(n: int = 3000, repeats: int = 15) -> dict:
     import sacrebleu
 
-    from benchmarks.rnn_baselines import _machine
     from course_lib.bleu import corpus_bleu, reference_streams
 
     hypotheses, references = corpus(n)
     streams = reference_streams(references)
-    load_before = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    before = machine()
+    load_before = before.pop("load_average")
     results = {}
     for tokenize in ("none", "13a"):
         # One BLEU object for all repeats: sacrebleu.corpus_bleu() would build a new 13a tokenizer
         # per call and lose its cache, which course_lib's module-level tokenizer keeps (unfair to
         # sacreBLEU). force=True: the corpus ends sentences with " ." on purpose; no warning.
         metric = sacrebleu.BLEU(tokenize=tokenize, force=True)
-        implementations = {
+        times, scores = alternate({
             "course_lib": lambda: corpus_bleu(hypotheses, references, tokenize=tokenize),
             "sacrebleu": lambda: metric.corpus_score(hypotheses, streams).score,
-        }
-        times: dict[str, list[float]] = {name: [] for name in implementations}
-        scores: dict[str, float] = {}
-        for _ in range(repeats):  # alternate, so that load on the machine hits both alike
-            for name, score_fn in implementations.items():
-                start = time.perf_counter()
-                scores[name] = score_fn()
-                times[name].append(time.perf_counter() - start)
-        median = {name: statistics.median(t) for name, t in times.items()}
+        }, repeats)
+        median = medians(times)
         results[tokenize] = {
             "score_course_lib": scores["course_lib"],
             "score_sacrebleu": scores["sacrebleu"],
@@ -82,11 +75,9 @@ def run(n: int = 3000, repeats: int = 15, output: Path = DEFAULT_OUTPUT) -> dict
             "first_s_sacrebleu": round(times["sacrebleu"][0], 5),
             "ratio": round(median["course_lib"] / median["sacrebleu"], 3),
         }
-    report = {
-        "benchmark": "bleu_speed",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {**_machine(), "sacrebleu": sacrebleu.__version__, "load_average_before": load_before,
-                    "load_average_after": list(os.getloadavg()) if hasattr(os, "getloadavg") else None},
+    return {
+        "machine": {**before, "sacrebleu": sacrebleu.__version__, "load_average_before": load_before,
+                    "load_average_after": machine()["load_average"]},
         "sentences": n,
         "references": sum(map(len, references)),
         "hypothesis_tokens": sum(len(h.split()) for h in hypotheses),
@@ -95,26 +86,22 @@ def run(n: int = 3000, repeats: int = 15, output: Path = DEFAULT_OUTPUT) -> dict
         "results": results,
         "passed": all(r["identical"] and r["ratio"] <= MAX_RATIO for r in results.values()),
     }
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=3000)
     parser.add_argument("--repeats", type=int, default=15)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--output", type=Path, default=None, help=f"default: {RESULTS / 'bleu_speed.json'}")
     args = parser.parse_args(argv)
-    report = run(args.sentences, args.repeats, args.output)
+    report = run(args.sentences, args.repeats)
+    print(f"written to {write_report('bleu_speed', report, args.output)}", file=sys.stderr)
     for tokenize, r in report["results"].items():
         print(f"tok:{tokenize:<5} BLEU {r['score_course_lib']:.4f} vs {r['score_sacrebleu']:.4f} "
               f"({'identical' if r['identical'] else 'DIFFERENT'}); median {r['median_s_course_lib'] * 1000:.0f} ms "
               f"vs {r['median_s_sacrebleu'] * 1000:.0f} ms: ratio {r['ratio']:.2f} (allowed {MAX_RATIO})")
-    print(f"written to {args.output}", file=sys.stderr)
     return 0 if report["passed"] else 1
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # for `python benchmarks/bleu_speed.py`
     raise SystemExit(main())

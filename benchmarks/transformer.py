@@ -35,7 +35,7 @@ if __name__ == "__main__":
 import torch
 from torch import nn
 
-from benchmarks._notebook_run import machine, run_notebook, write_report
+from benchmarks._notebook_run import add_keep_argument, machine, run_notebook, write_report
 from course_lib.positional import make_positional
 from course_lib.transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
 
@@ -209,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-notebook", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--output", type=Path)
+    add_keep_argument(parser)
     args = parser.parse_args(argv)
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -221,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_notebook:
         load_before = os.getloadavg()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the kernel is a child process, reaped at the end
-        minutes, results = run_notebook(ASSIGNMENT, args.profile)
+        minutes, results = run_notebook(ASSIGNMENT, args.profile, keep=args.keep)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_minutes = (after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime) / 60
         report["notebook"] = {

@@ -38,18 +38,20 @@ _RNN_HP = {
 }
 # The Transformer (notebook 05) adds the paper's recipe: Adam(0.9, 0.98), the warm-up schedule
 # noam_lr scaled by lr_factor, label smoothing; on a GPU bf16 autocast and torch.compile. The notebook
-# also reads n_valid (BLEU curve sentences), eval_every (updates between points) and n_speed
-# (sentences of its decoding comparisons); the RoPE variant it trains gets the same budget.
+# also reads n_valid (BLEU curve sentences), eval_every (updates between points), n_speed (sentences
+# of its decoding comparisons) and variant_steps (updates of the RoPE variant, compared with the main
+# model's weights at that update; a multiple of eval_every). The laptop run counts updates, not
+# minutes, so that it reaches the same model on any CPU (sized for about 6 minutes on 2 idle cores).
 _TRANSFORMER_HP = {
     "smoke": dict(n_train=2_000, max_tokens=2_000, steps=30, max_minutes=0.2, warmup=20, lr_factor=1.0,
                   label_smoothing=0.1, n_test=100, n_long=30, autocast=None, compile=False,
-                  n_valid=30, eval_every=15, n_speed=20),
-    "laptop": dict(n_train=60_000, max_tokens=3_000, steps=600, max_minutes=None, warmup=200, lr_factor=1.0,
+                  n_valid=30, eval_every=15, n_speed=20, variant_steps=15),
+    "laptop": dict(n_train=60_000, max_tokens=3_000, steps=900, max_minutes=None, warmup=200, lr_factor=1.0,
                    label_smoothing=0.1, n_test=1_000, n_long=300, autocast=None, compile=False,
-                   n_valid=100, eval_every=100, n_speed=100),
+                   n_valid=100, eval_every=100, n_speed=100, variant_steps=300),
     "gpu": dict(n_train=200_000, max_tokens=24_000, steps=4_000, max_minutes=3.0, warmup=400, lr_factor=1.0,
                 label_smoothing=0.1, n_test=2_000, n_long=1_000, autocast="bfloat16", compile=True,
-                n_valid=200, eval_every=500, n_speed=200),
+                n_valid=200, eval_every=500, n_speed=200, variant_steps=1500),
 }
 HPARAMS: dict[str, dict[str, dict]] = {"rnn": _RNN_HP, "attention-rnn": _RNN_HP, "transformer": _TRANSFORMER_HP}
 

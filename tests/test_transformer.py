@@ -45,6 +45,7 @@ def test_param_count_closed_form(norm_first, positional, tie):
 
 
 @pytest.mark.parametrize("profile", ["smoke", "laptop", "gpu"])
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor:UserWarning")
 def test_param_count_against_nn_transformer(profile):
     cfg = TRANSFORMER_PRESETS[profile].with_vocab(300, 450)
     torch_core = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff,
@@ -114,6 +115,7 @@ def test_feed_forward():
 
 
 @torch.no_grad()
+@pytest.mark.filterwarnings("ignore:.*nested tensor:UserWarning")  # torch's eval fast path, not our concern
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_whole_model_equals_nn_transformer_twin(norm_first):
     """The benchmark's nn.Transformer twin computes the same function once the weights are copied."""

@@ -36,10 +36,16 @@ def _parser() -> argparse.ArgumentParser:
     from .train_cmd import add_parser as add_train_parser
 
     add_train_parser(steps)
+    # Listed for --help only: main() hands every argument after "bench" to the benchmark runner.
+    steps.add_parser("bench", help="measure the performance targets into benchmarks/results/ and the table of "
+                                   "benchmarks/README.md (`course bench --help`: python -m benchmarks)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        return _bench(argv[1:])
     arguments = _parser().parse_args(argv)
     try:
         if arguments.step == "train":  # needs no assignment: it trains a course model from the shell
@@ -75,6 +81,26 @@ def main(argv: list[str] | None = None) -> int:
     except CourseError as error:
         print(f"course: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("course: interrupted", file=sys.stderr)
+        return 130
+
+
+def _bench(arguments: list[str]) -> int:
+    """``course bench ARGS``: ``python -m benchmarks ARGS`` of this course (benchmarks/ is not installed)."""
+    try:
+        root = find_root()
+        if not (root / "benchmarks" / "runner.py").is_file():
+            raise CourseError(f"{root / 'benchmarks'}: this course has no benchmark runner")
+    except CourseError as error:
+        print(f"course: error: {error}", file=sys.stderr)
+        return 2
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from benchmarks.runner import main as run_benchmarks
+
+    try:
+        return run_benchmarks(arguments, prog="course bench")
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)
         return 130

@@ -1,0 +1,118 @@
+"""Decoding speed of course_lib's Transformer: greedy and beam search, with and without the KV cache.
+
+    python -m benchmarks.decoding                     # or: python -m benchmarks decoding
+    python -m benchmarks.decoding --sentences 50 --repeats 3
+
+Translates the first ``--sentences`` test sentences with each decoder in alternating rounds
+(``_timing.alternate``) and reports sentences per second from the median time:
+
+    greedy, KV cache     course_lib.transformer.greedy_decode(use_cache=True): one new token per step
+    greedy, recompute    greedy_decode(use_cache=False): the whole prefix through the decoder every step
+    beam 4, KV cache     course_lib.decoding.beam_search(beam_size=4) (it always decodes through a cache)
+
+The model is notebook 05's checkpoint (``runs/05_transformer/transformer.pt``, read with
+``course_lib.train.load_checkpoint``) when there is one, else a freshly initialised model of the
+profile's preset. An untrained model rarely emits <eos>, so each sentence runs to its length limit
+(2 × source length + 10 tokens): the slowest case, and not the speed of a trained model. The report
+says which model it was, and whether the cached and recomputed greedy translations are identical.
+Writes ``benchmarks/results/decoding.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # for `python benchmarks/decoding.py`
+    sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from benchmarks._notebook_run import machine, write_report  # noqa: E402
+from benchmarks._timing import alternate, medians  # noqa: E402
+from course_lib import recipes  # noqa: E402
+from course_lib.bleu import bleu  # noqa: E402
+from course_lib.data import reference_sets, translation_pairs  # noqa: E402
+from course_lib.decoding import beam_search, translate  # noqa: E402
+from course_lib.train import CheckpointError, load_checkpoint, pick_device, runs_dir  # noqa: E402
+from course_lib.transformer import Transformer, TransformerConfig, greedy_decode  # noqa: E402
+
+DECODERS = {
+    "greedy, KV cache": partial(greedy_decode, use_cache=True),
+    "greedy, recompute": partial(greedy_decode, use_cache=False),
+    "beam 4, KV cache": partial(beam_search, beam_size=4),
+}
+
+
+def load_model(profile: str) -> tuple[Transformer, dict, str]:
+    """(model, {"src": Vocab, "tgt": Vocab}, where it came from): notebook 05's checkpoint, else an untrained one."""
+    recipe = recipes.RECIPES["transformer"]
+    path = runs_dir() / recipe.assignment / recipe.checkpoint
+    try:
+        ckpt = load_checkpoint(path)
+        model = Transformer(TransformerConfig(**ckpt["config"]))
+        load_checkpoint(path, model)  # checks that every weight fits before loading it
+        extra = ckpt["extra"]
+        return model, ckpt["vocabs"], (f"trained: {path} ({extra.get('profile', '?')} profile, "
+                                       f"{extra.get('updates', '?')} updates)")
+    except (CheckpointError, TypeError) as error:  # missing, corrupt, or from an older config class
+        data = recipes.training_data(recipes.hparams("transformer", profile))  # for its vocabularies
+        model, _ = recipes.build("transformer", len(data.src_vocab), len(data.tgt_vocab), profile)
+        return model, {"src": data.src_vocab, "tgt": data.tgt_vocab}, (
+            f"untrained: freshly initialised {profile} preset, decodes to the length limit ({error})")
+
+
+def run(profile: str = "laptop", sentences: int = 100, repeats: int = 5, warmup: int = 1,
+        budget_s: float = 60.0, max_len: int | None = None) -> dict:
+    """Time every decoder on the same sentences; the report written to decoding.json."""
+    device = pick_device()
+    model, vocabs, origin = load_model(profile)
+    model.to(device).eval()
+    sources = [en for en, _ in translation_pairs("test", n=sentences)]
+    references = reference_sets("test", n=sentences)
+    before = machine()
+    contenders = {name: partial(translate, decode, model, sources, vocabs["src"], vocabs["tgt"], max_len=max_len,
+                                device=device)
+                  for name, decode in DECODERS.items()}
+    sync = torch.cuda.synchronize if device.type == "cuda" else None
+    times, translations = alternate(contenders, repeats, warmup, budget_s, sync=sync)
+    median = medians(times)
+    return {
+        "machine": {**before, "device": str(device), "load_average_after": machine()["load_average"]},
+        "model": origin,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "sentences": sentences,
+        "max_len": max_len or "2 x source length + 10",
+        "repeats": len(times["greedy, KV cache"]),
+        "median_s": {name: round(s, 4) for name, s in median.items()},
+        "sentences_per_s": {name: round(sentences / s, 2) for name, s in median.items()},
+        "kv_cache_speedup_greedy": round(median["greedy, recompute"] / median["greedy, KV cache"], 3),
+        "greedy_cache_identical": translations["greedy, KV cache"] == translations["greedy, recompute"],
+        "bleu_test": {name: round(bleu(hyps, references).score, 2) for name, hyps in translations.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"],
+                        help="the preset of the untrained model when there is no checkpoint (default laptop)")
+    parser.add_argument("--sentences", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=5, help="rounds at most (default 5)")
+    parser.add_argument("--budget", type=float, default=60.0, metavar="S",
+                        help="seconds after which no new round starts (at least 3 rounds)")
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    report = run(args.profile, args.sentences, args.repeats, budget_s=args.budget)
+    print(json.dumps(report, indent=2))
+    print(f"written to {write_report('decoding', report, args.output)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,329 @@
+"""The table of benchmarks/README.md: every target of the course, what was measured, met or GAP.
+
+    rows = table.rows(Path("benchmarks/results"))      # one Row per target, from the JSON files there
+    text = table.readme(results, readme_folder, sections)
+
+Each row says where its number comes from (machine, torch, device and date of its JSON file). A
+target whose measurement misses it is a **GAP** with the measured value, never left out; a target
+without a result file is "not measured", a GPU target measured on a run without CUDA
+"not measured (no GPU)", and a number from a ``--smoke`` run is marked as such, not as a result.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from benchmarks import attention_rnn, bleu_speed, mha_speed
+
+# The spec's targets that no benchmark script holds as a constant
+THROUGHPUT_RATIO = 1.0  # course_lib Transformer's training tokens/s over nn.Transformer's, at least
+TRANSFORMER_BLEU = 98.0  # laptop profile, BLEU on test (§6)
+NOTEBOOK_MINUTES = {"laptop": attention_rnn.BUDGET_MINUTES, "gpu": 5.0}  # a whole notebook (§4)
+GPU_BLEU, GPU_BLEU_LONG, GPU_TRAIN_MINUTES = 99.5, 95.0, 3.0  # gpu-profile base Transformer (§6, one H100)
+GPU_MFU = 0.35  # model FLOPs utilisation against the card's dense bf16 peak
+CI_MINUTES = 20.0  # the whole test suite on 2 CPU cores (§7)
+
+MET, GAP, REPORTED = "met", "**GAP**", "reported"  # REPORTED: a number the spec asks for, without a bar to pass
+
+
+@dataclass
+class Row:
+    section: str
+    target: str
+    measured: str
+    status: str  # MET, GAP, REPORTED, "not measured (...)", or a smoke run's mark
+    source: Path | None = None  # the JSON file the numbers come from
+    machine: str = ""
+    torch: str = ""
+    device: str = ""
+    date: str = ""
+
+
+def _load(folder: Path, name: str) -> tuple[dict | None, Path]:
+    path = folder / f"{name}.json"
+    return (json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None), path
+
+
+def _provenance(report: dict) -> dict:
+    """Row fields saying where a report's numbers come from: machine, torch, device, date."""
+    machine = report.get("machine") or {}
+    device = str(machine.get("device") or report.get("device") or "cpu")
+    where = (machine.get("cuda") if device.startswith("cuda")
+             else f"{machine.get('cpu', '?')}, {machine.get('cpu_count', '?')} cores")
+    return dict(machine=str(where), torch=str(machine.get("torch", "?")), device=device,
+                date=str(report.get("date", "?"))[:10])
+
+
+def _row(section: str, target: str, report: dict, path: Path, measured: str, met: bool | None) -> Row:
+    """A measured row: ``met`` True / False against the target, None for a number without one."""
+    if report.get("smoke") or report.get("profile") == "smoke":
+        status = "smoke run, not a measurement"
+    else:
+        status = REPORTED if met is None else MET if met else GAP
+    return Row(section, target, measured, status, path, **_provenance(report))
+
+
+def _not_measured(section: str, target: str, command: str, why: str = "not measured", where: str = "") -> Row:
+    return Row(section, target, f"run `{command}`{where}", why)
+
+
+# What reading a result file of another layout (an older version of its benchmark) raises
+UNREADABLE = (KeyError, TypeError, IndexError, ValueError)
+
+
+def _unreadable(section: str, target: str, error: Exception, path: Path | None = None) -> Row:
+    return Row(section, target, f"{path.name if path else 'result file'} unreadable: {error!r}",
+               "not measured (rerun the section)", path)
+
+
+def _attention(folder: Path) -> list[Row]:
+    report, path = _load(folder, "attention")
+    low, high = mha_speed.TRAINING_LENGTHS
+    targets = [f"{name}: training step ≤ {mha_speed.TARGET_RATIO}× nn.MultiheadAttention's time at T {low}–{high}"
+               for name in mha_speed.FUSED]
+    comparison = "naive against fused attention at the longest T: time and peak memory"
+    if report is None:
+        return [_not_measured("attention", target, "python -m benchmarks attention")
+                for target in [*targets, comparison]]
+    B, d_models = report["rows"][0]["B"], sorted({r["d_model"] for r in report["rows"]})
+    rows = []
+    for name, target in zip(mha_speed.FUSED, targets):
+        worst = report["target"]["worst_ratio"][name]
+        measured = (f"no shape with T {low}–{high}" if worst is None else
+                    f"worst {worst:.2f}× (B {B}, d_model {'/'.join(map(str, d_models))}, no mask and causal)")
+        rows.append(_row("attention", target, report, path, measured, None if worst is None else
+                         worst <= mha_speed.TARGET_RATIO))
+    longest = max(report["rows"], key=lambda r: (r["T"], r["d_model"], not r["causal"]))
+    ms, memory = longest["median_ms"], longest.get("peak_memory_mb")
+    naive, fused = "course_lib MHA naive", "course_lib MHA fused"
+    measured = (f"T {longest['T']}, d_model {longest['d_model']}: MHA naive {ms[naive] / ms[fused]:.1f}× fused's time"
+                + (f", {memory[naive]:,.1f} vs {memory[fused]:,.1f} MB peak" if memory else "")
+                + f"; course_lib sdpa naive {longest['ratio']['course_lib sdpa naive']:.1f}× "
+                  "F.scaled_dot_product_attention's")
+    return rows + [_row("attention", comparison, report, path, measured, None)]
+
+
+def _throughput(folder: Path) -> list[Row]:
+    report, path = _load(folder, "throughput")
+    target = f"course_lib Transformer training tokens/s ≥ {THROUGHPUT_RATIO:g}× nn.Transformer of the same size"
+    if report is None:
+        return [_not_measured("throughput", target, "python -m benchmarks throughput")]
+    ratio = report["ratio_tokens_per_s"]
+    measured = (f"{ratio:.2f}× ({report['course_lib']['tokens_per_s']:,.0f} vs "
+                f"{report['nn.Transformer']['tokens_per_s']:,.0f} target tokens/s, {report['profile']} preset; "
+                f"per CPU second {report['ratio_tokens_per_cpu_s']:.2f}×)")
+    return [_row("throughput", target, report, path, measured, ratio >= THROUGHPUT_RATIO)]
+
+
+# Quality checks: flat notebook report -> (measured, met)
+def _bleu(flat: dict, test: float | None = None, long: float | None = None) -> tuple[str, bool | None]:
+    measured = f"test {flat['bleu_test']:.2f}, test_long {flat['bleu_test_long']:.2f}"
+    if test is None:
+        return measured, None
+    return measured, flat["bleu_test"] >= test and (long is None or flat["bleu_test_long"] >= long)
+
+
+def _falling_with_length(flat: dict) -> tuple[str, bool]:
+    first, last = flat["bleu_by_length"][0], flat["bleu_by_length"][-1]
+    measured = (f"test {flat['bleu_test']:.1f}: {first['bucket']} tokens {first['bleu']:.1f} → {last['bucket']} "
+                f"{last['bleu']:.1f}; test_long {flat['bleu_test_long']:.1f}")
+    return measured, first["bleu"] > last["bleu"] and flat["bleu_test_long"] < flat["bleu_test"]
+
+
+def _within(flat: dict, key: str, limit: float) -> tuple[str, bool]:
+    return f"{flat[key]:.1f} min", flat[key] <= limit
+
+
+def _capstone(flat: dict) -> tuple[str, None]:
+    models = flat["models"] or {}
+    retrained = [name for name, m in models.items() if "retrain" in m["origin"]]
+    scores = "; ".join(f"{name} {m['bleu_test']:.1f} ({m['bleu_test_long']:.1f} long)" for name, m in models.items())
+    return (scores or "no model compared") + (f"; quick retrain inside the run: {', '.join(retrained)}" if retrained
+                                               else ""), None
+
+
+def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple[str, bool | None]]]]:
+    """(assignment, target, check) of one profile, in course order."""
+    limit = NOTEBOOK_MINUTES[profile]
+    if profile == "laptop":
+        checks = [("01_rnn_baselines", "RNN seq2seq (01): BLEU reported, falling with source length",
+                   _falling_with_length),
+                  ("02_attention", f"RNN + attention (02): BLEU test ≥ {attention_rnn.TARGET_BLEU:g}",
+                   partial(_bleu, test=attention_rnn.TARGET_BLEU)),
+                  ("05_transformer", f"Transformer (05): BLEU test ≥ {TRANSFORMER_BLEU:g}",
+                   partial(_bleu, test=TRANSFORMER_BLEU))]
+    else:
+        checks = [("01_rnn_baselines", "RNN seq2seq (01): BLEU", _bleu),
+                  ("02_attention", "RNN + attention (02): BLEU", _bleu),
+                  ("05_transformer", f"base Transformer (05): BLEU test ≥ {GPU_BLEU:g}, "
+                                     f"test_long ≥ {GPU_BLEU_LONG:g}",
+                   partial(_bleu, test=GPU_BLEU, long=GPU_BLEU_LONG)),
+                  ("05_transformer", f"base Transformer (05): training ≤ {GPU_TRAIN_MINUTES:g} min",
+                   partial(_within, key="train_minutes", limit=GPU_TRAIN_MINUTES))]
+    checks.append(("06_bleu", "capstone (06): every model's BLEU on one test set", _capstone))
+    order = list(dict.fromkeys(assignment for assignment, _, _ in checks))
+    timed = [(a, f"notebook {a[:2]} under {limit:g} min", partial(_within, key="notebook_minutes", limit=limit))
+             for a in order]
+    return sorted(checks + timed, key=lambda check: order.index(check[0]))  # stable: a notebook's time comes last
+
+
+def quality_file(assignment: str, profile: str) -> str:
+    """The result file of a notebook benchmark: ``<assignment>`` for a CPU profile, ``<assignment>-gpu``."""
+    return f"{assignment}-gpu" if profile == "gpu" else assignment
+
+
+def _quality(folder: Path) -> list[Row]:
+    rows = []
+    for profile in ("laptop", "gpu"):
+        section = f"quality ({profile})"
+        for assignment, target, check in _quality_checks(profile):
+            report, path = _load(folder, quality_file(assignment, profile))
+            if report is None:
+                gpu = profile == "gpu"
+                rows.append(_not_measured(section, target, "python -m benchmarks quality",
+                                          "not measured (no GPU run)" if gpu else "not measured",
+                                          " on a CUDA machine" if gpu else ""))
+                continue
+            flat = {**report, **report.get("notebook", {})}  # 05's report keeps the notebook's numbers in a section
+            try:
+                rows.append(_row(section, target, flat, path, *check(flat)))
+            except UNREADABLE as error:  # e.g. 05's report without its notebook section
+                rows.append(_unreadable(section, target, error, path))
+    return rows
+
+
+def _bleu_speed(folder: Path) -> list[Row]:
+    report, path = _load(folder, "bleu_speed")
+    target = f"course_lib.bleu: sacreBLEU's score on 3000 sentences, time ≤ {bleu_speed.MAX_RATIO:g}×"
+    if report is None:
+        return [_not_measured("bleu", target, "python -m benchmarks bleu")]
+    results = report["results"]
+    measured = (("identical scores" if all(r["identical"] for r in results.values()) else "DIFFERENT scores")
+                + "; " + ", ".join(f"{r['ratio']:.2f}× (tok {tok})" for tok, r in results.items())
+                + f"; {report['sentences']} sentences")
+    return [_row("bleu", target, report, path, measured, report["passed"])]
+
+
+def _decoding(folder: Path) -> list[Row]:
+    report, path = _load(folder, "decoding")
+    target = "greedy and beam-4 sentences/s, with and without the KV cache (cached = recomputed translations)"
+    if report is None:
+        return [_not_measured("decoding", target, "python -m benchmarks decoding")]
+    per_s = report["sentences_per_s"]
+    measured = (f"greedy {per_s['greedy, KV cache']:.1f}/s cached, {per_s['greedy, recompute']:.1f}/s recomputed "
+                f"({report['kv_cache_speedup_greedy']:.1f}×); beam 4 {per_s['beam 4, KV cache']:.1f}/s; "
+                f"{report['model'].split(':')[0]} model, {report['sentences']} sentences"
+                + ("" if report["greedy_cache_identical"] else "; cached and recomputed translations DIFFER"))
+    return [_row("decoding", target, report, path, measured, None if report["greedy_cache_identical"] else False)]
+
+
+def _autograde(folder: Path) -> list[Row]:
+    report, path = _load(folder, "autograde_batch")
+    target = "course autograde: seconds per student for the whole course, --jobs 1 vs 2 (every grade as expected)"
+    if report is None:
+        return [_not_measured("autograde", target, "python -m benchmarks autograde")]
+    runs = report["runs"]
+    unexpected = sum(run["unexpected"] for run in runs.values())
+    measured = (", ".join(f"--jobs {name[4:]}: {run['seconds_per_student']:.1f} s" for name, run in runs.items())
+                + f" ({len(report['assignments'])} assignments, {report['students']} students each)"
+                + (f"; {unexpected} unexpected grades" if unexpected else ""))
+    return [_row("autograde", target, report, path, measured, False if unexpected else None)]
+
+
+def _ci(folder: Path) -> list[Row]:
+    report, path = _load(folder, "ci")
+    target = f"README test command (`make test`) under {CI_MINUTES:g} min on 2 cores"
+    if report is None:
+        return [_not_measured("ci", target, "python -m benchmarks ci")]
+    minutes, exit_code = report["minutes"], report["exit_code"]
+    measured = (f"{minutes:.1f} min" if exit_code == 0 else f"failed (exit {exit_code}) after {minutes:.1f} min") \
+        + ("" if report["command"] == "make test" else f" (`{report['command']}`)")
+    return [_row("ci", target, report, path, measured, exit_code == 0 and minutes < CI_MINUTES)]
+
+
+def _gpu(folder: Path) -> list[Row]:
+    report, path = _load(folder, "gpu")
+    targets = [f"base Transformer MFU ≥ {GPU_MFU:.0%} on one H100 (dense bf16 peak, PaLM FLOPs 6N + 12·L·H·Q·T)",
+               f"base Transformer BLEU test ≥ {GPU_BLEU:g} in ≤ {GPU_TRAIN_MINUTES:g} min of training on one H100"]
+    if report is None:
+        return [_not_measured("gpu", target, "python -m benchmarks gpu") for target in targets]
+    if not report["measured"]:
+        why = "no GPU" if "no GPU" in report["note"] else report["note"]
+        return [Row("gpu", target, "—", f"not measured ({why})", path, **_provenance(report)) for target in targets]
+    report = {"device": "cuda", **report}
+    mfu = report["mfu"]
+    return [
+        _row("gpu", targets[0], report, path,
+             f"{'unknown peak' if mfu is None else f'{mfu:.1%}'} ({report['tokens_per_s']:,.0f} tokens/s, "
+             f"{report['device_name']})", None if mfu is None else mfu >= GPU_MFU),
+        _row("gpu", targets[1], report, path,
+             f"test {report['bleu_test']:.2f} (test_long {report['bleu_test_long']:.1f}) after "
+             f"{report['train_minutes']:.1f} min ({report['device_name']})",
+             report["bleu_test"] >= GPU_BLEU and report["train_minutes"] <= GPU_TRAIN_MINUTES),
+    ]
+
+
+SECTION_ROWS = (_attention, _throughput, _quality, _bleu_speed, _decoding, _autograde, _ci, _gpu)
+
+
+def rows(folder: Path) -> list[Row]:
+    """Every target's row, from the JSON files in ``folder``; a file that cannot be read says so in its rows."""
+    found = []
+    for section_rows in SECTION_ROWS:
+        try:
+            found += section_rows(folder)
+        except UNREADABLE as error:
+            found.append(_unreadable(section_rows.__name__.strip("_"), "(every target of this section)", error))
+    return found
+
+
+def markdown(table_rows: list[Row], relative_to: Path) -> str:
+    """The rows as a markdown table, each section linked to its JSON file (relative to ``relative_to``)."""
+    lines = ["| section | target | measured | status | machine | torch | device | date |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in table_rows:
+        section = row.section if row.source is None else \
+            f"[{row.section}]({Path(os.path.relpath(row.source, relative_to)).as_posix()})"
+        cells = (section, row.target, row.measured, row.status, row.machine, row.torch, row.device, row.date)
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+def readme(folder: Path, readme_folder: Path, sections: dict[str, str]) -> str:
+    """The whole README: how to run the harness, its sections, and the table of ``folder``'s results."""
+    table_rows = rows(folder)
+    count = {status: sum(r.status.startswith(status) for r in table_rows) for status in (MET, GAP, "not measured")}
+    section_list = "\n".join(f"- `{name}`: {text}" for name, text in sections.items())
+    return f"""# Benchmarks
+
+<!-- Generated from results/*.json by `python -m benchmarks` (text and targets: benchmarks/table.py); do not edit. -->
+
+Every performance and quality target of the course, measured by one harness. Each comparison runs
+its contenders in one process, in alternating rounds, and reports the medians and their ratio: on a
+shared machine every absolute time moves with the load (each JSON file records the load average),
+a ratio far less. A target that is not met is listed as **GAP** with what was measured.
+
+```bash
+python -m benchmarks                  # the fast sections: attention throughput bleu decoding gpu
+python -m benchmarks attention bleu   # only these sections
+python -m benchmarks all              # every section, with quality, autograde and ci (hours)
+python -m benchmarks --smoke          # tiny sizes, seconds: checks the harness, measures nothing
+python -m benchmarks --table          # run nothing: regenerate this file from results/*.json
+course bench [the same arguments]     # the same, from anywhere inside the course
+```
+
+Sections (each writes its JSON files into `results/`):
+
+{section_list}
+
+## Targets
+
+{count[MET]} met, {count[GAP]} GAP, {count["not measured"]} not measured; "reported": a number the course asks
+for, without a bar to pass.
+
+{markdown(table_rows, readme_folder)}
+"""

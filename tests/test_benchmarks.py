@@ -1,0 +1,128 @@
+"""The benchmark harness: a smoke run end to end, the table it regenerates, and `course bench`.
+
+Nothing here measures anything: the smoke run uses tiny sizes and a temporary output folder, so
+that the harness cannot rot without a test failing, and the real results are never touched.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import runner, table
+from benchmarks._timing import alternate
+from benchmarks.mha_speed import CONTENDERS, FUSED
+from course_lib.instructor.cli import main as course
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST_SECTIONS = {"attention": "attention", "throughput": "throughput", "bleu": "bleu_speed", "decoding": "decoding",
+                 "gpu": "gpu"}  # section -> its result file
+
+
+def test_smoke_run_writes_every_fast_section_and_the_table(tmp_path):
+    readme_before = (ROOT / "benchmarks" / "README.md").read_bytes()
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--output-dir", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert {n for n, s in runner.SECTIONS.items() if s.fast} == set(FAST_SECTIONS)
+    reports = {name: json.loads((tmp_path / f"{file}.json").read_text()) for name, file in FAST_SECTIONS.items()}
+    for report in reports.values():
+        assert report["smoke"] is True and report["date"] and report["machine"]["torch"]
+
+    attention = reports["attention"]
+    assert {row["causal"] for row in attention["rows"]} == {False, True}
+    for row in attention["rows"]:
+        assert set(row["median_ms"]) == set(CONTENDERS) and row["repeats"] >= 3
+        assert set(row.get("peak_memory_mb", CONTENDERS)) == set(CONTENDERS)  # measured without a mask
+    assert all(attention["target"]["worst_ratio"][name] > 0 for name in FUSED)  # smoke sizes include T = 32
+    assert "ru_maxrss" in attention["memory_method"]
+
+    assert reports["throughput"]["ratio_tokens_per_s"] > 0
+    assert all(r["identical"] for r in reports["bleu"]["results"].values())
+    decoding = reports["decoding"]
+    assert decoding["model"].startswith("untrained")  # the test's runs folder has no checkpoint
+    assert decoding["greedy_cache_identical"]  # the KV cache must not change a translation
+    assert set(decoding["sentences_per_s"]) == {"greedy, KV cache", "greedy, recompute", "beam 4, KV cache"}
+    assert reports["gpu"]["measured"] is False
+
+    readme = (tmp_path / "README.md").read_text()
+    assert "| section | target | measured | status | machine | torch | device | date |" in readme
+    for name, file in FAST_SECTIONS.items():
+        assert f"[{name}]({file}.json)" in readme
+    assert "smoke run, not a measurement" in readme and "not measured (no GPU)" in readme
+    assert (ROOT / "benchmarks" / "README.md").read_bytes() == readme_before  # the real table is untouched
+
+
+def _write(folder: Path, name: str, report: dict) -> None:
+    machine = {"cpu": "Test CPU", "cpu_count": 2, "torch": "2.x", "device": "cpu"}
+    report = {"date": "2026-01-02T03:04:05+00:00", "machine": machine, **report}
+    (folder / f"{name}.json").write_text(json.dumps(report))
+
+
+def test_table_lists_a_missed_target_as_gap_with_its_value(tmp_path):
+    _write(tmp_path, "ci", {"command": "make test", "exit_code": 0, "minutes": 25.0})
+    _write(tmp_path, "05_transformer", {"notebook": {"profile": "laptop", "notebook_minutes": 10.5, "bleu_test": 99.25,
+                                                     "bleu_test_long": 71.4}})
+    _write(tmp_path, "bleu_speed", {"sentences": 3000, "passed": False, "results": {
+        "13a": {"identical": True, "ratio": 2.0}}})
+    rows = {(row.section, row.target): row for row in table.rows(tmp_path)}
+
+    def row(section, start):
+        return next(r for (s, target), r in rows.items() if s == section and target.startswith(start))
+
+    ci = row("ci", "README test command")
+    assert (ci.status, ci.measured) == (table.GAP, "25.0 min")
+    assert (ci.machine, ci.torch, ci.device, ci.date) == ("Test CPU, 2 cores", "2.x", "cpu", "2026-01-02")
+    assert row("quality (laptop)", "notebook 05").status == table.GAP
+    assert row("quality (laptop)", "notebook 05").measured == "10.5 min"
+    assert row("quality (laptop)", "Transformer (05)").status == table.MET
+    assert row("bleu", "course_lib.bleu").status == table.GAP and "2.00×" in row("bleu", "course_lib.bleu").measured
+    assert row("throughput", "course_lib Transformer").status == "not measured"  # no file: said, not hidden
+    assert row("quality (gpu)", "base Transformer (05): BLEU").status == "not measured (no GPU run)"
+    markdown = table.markdown(list(rows.values()), tmp_path)
+    assert ("| [ci](ci.json) | README test command (`make test`) under 20 min on 2 cores | 25.0 min | **GAP** |"
+            in markdown)
+
+
+def test_table_reports_gpu_targets_from_a_gpu_run(tmp_path):
+    _write(tmp_path, "gpu", {"measured": True, "device_name": "NVIDIA H100 80GB HBM3", "mfu": 0.2,
+                             "tokens_per_s": 1e6, "bleu_test": 99.6, "bleu_test_long": 96.0, "train_minutes": 2.9,
+                             "machine": {"cuda": "NVIDIA H100 80GB HBM3", "torch": "2.x"}})
+    mfu, bleu = table.rows(tmp_path)[-2:]
+    assert (mfu.status, mfu.measured) == (table.GAP, "20.0% (1,000,000 tokens/s, NVIDIA H100 80GB HBM3)")
+    assert bleu.status == table.MET and (bleu.machine, bleu.device) == ("NVIDIA H100 80GB HBM3", "cuda")
+
+
+def test_ci_section_times_the_given_command(tmp_path):
+    command = f'"{sys.executable}" -c pass'
+    assert runner.main(["ci", "--ci-command", command, "--output-dir", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "ci.json").read_text())
+    assert report["exit_code"] == 0 and report["command"] == command and report["minutes"] < 1
+    assert "| met |" in (tmp_path / "README.md").read_text()
+
+
+def test_course_bench_passes_its_arguments_to_the_runner(tmp_path, capsys):
+    _write(tmp_path, "ci", {"command": "make test", "exit_code": 3, "minutes": 1.0})
+    assert course(["bench", "--table", "--output-dir", str(tmp_path)]) == 0
+    assert "failed (exit 3) after 1.0 min | **GAP**" in (tmp_path / "README.md").read_text()
+    with pytest.raises(SystemExit):
+        course(["bench", "no-such-section"])
+    assert "unknown section no-such-section" in capsys.readouterr().err
+
+
+def test_alternate_reverses_the_order_every_other_round_and_keeps_min_repeats():
+    calls = []
+    times, last = alternate({"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2},
+                            repeats=10, warmup=1, budget_s=0.0, min_repeats=3)
+    assert calls == ["a", "b"] + ["a", "b", "b", "a", "a", "b"]  # warm-up, then three alternating rounds
+    assert {name: len(t) for name, t in times.items()} == {"a": 3, "b": 3} and last == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize("module", ["rnn_baselines", "attention_rnn", "transformer", "capstone", "autograde_batch",
+                                    "bleu_speed", "mha_speed", "decoding"])
+def test_every_benchmark_script_still_parses_its_command_line(module, capsys):
+    main = __import__(f"benchmarks.{module}", fromlist=["main"]).main
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0 and "usage:" in capsys.readouterr().out
