@@ -2,7 +2,7 @@
 
     python -m benchmarks                     # the fast sections (minutes on a laptop CPU)
     python -m benchmarks attention bleu      # only these sections
-    python -m benchmarks all                 # every section, the notebook runs, autograde and CI included (hours)
+    python -m benchmarks all                 # every section, the notebook runs, autograde and CI included (about an hour)
     python -m benchmarks --smoke             # tiny sizes, seconds: proves the harness works, measures nothing
     python -m benchmarks --table             # run nothing: regenerate benchmarks/README.md from the JSON there is
     course bench [the same arguments]        # the same, from anywhere inside the course
@@ -123,7 +123,9 @@ def autograde(options: Options) -> None:
     from course_lib.instructor.course import assignments
 
     course = [a.id for a in assignments(ROOT)]
-    batch = dict(assignments=course[:1], students=3) if options.smoke else dict(assignments=course, students=12)
+    # 6 students per assignment (2 honest, 1 blank, 3 bugs): both job counts over the 6 assignments take
+    # about 15 minutes on 2 cores; `python -m benchmarks.autograde_batch --students N` grades bigger batches
+    batch = dict(assignments=course[:1], students=3) if options.smoke else dict(assignments=course, students=6)
     options.write("autograde_batch", autograde_batch.run(**batch, jobs=[1, 2]))
 
 
@@ -168,7 +170,7 @@ SECTIONS: dict[str, Section] = {
     "decoding": Section(decoding, True, "sentences/s of greedy and beam search, with and without the KV cache "
                         "(benchmarks/decoding.py)"),
     "autograde": Section(autograde, False, "course autograde on every assignment: seconds per student, --jobs 1 vs "
-                         "--jobs 2 (benchmarks/autograde_batch.py; an hour)"),
+                         "--jobs 2 (benchmarks/autograde_batch.py; a quarter of an hour)"),
     "ci": Section(ci, False, "wall time of the README's test command (--ci-command, default `make test`)"),
     "gpu": Section(gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
                    "without: recorded as not measured"),

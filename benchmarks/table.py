@@ -310,7 +310,7 @@ a ratio far less. A target that is not met is listed as **GAP** with what was me
 ```bash
 python -m benchmarks                  # the fast sections: attention throughput bleu decoding gpu
 python -m benchmarks attention bleu   # only these sections
-python -m benchmarks all              # every section, with quality, autograde and ci (hours)
+python -m benchmarks all              # every section, with quality, autograde and ci (about an hour)
 python -m benchmarks --smoke          # tiny sizes, seconds: checks the harness, measures nothing
 python -m benchmarks --table          # run nothing: regenerate this file from results/*.json
 course bench [the same arguments]     # the same, from anywhere inside the course

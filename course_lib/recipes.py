@@ -53,7 +53,13 @@ _TRANSFORMER_HP = {
                 label_smoothing=0.1, n_test=2_000, n_long=1_000, autocast="bfloat16", compile=True,
                 n_valid=200, eval_every=500, n_speed=200, variant_steps=1500),
 }
-HPARAMS: dict[str, dict[str, dict]] = {"rnn": _RNN_HP, "attention-rnn": _RNN_HP, "transformer": _TRANSFORMER_HP}
+# The attention RNN (notebook 02) learns fast enough to count updates on a laptop; max_minutes is a safety net.
+_ATTENTION_RNN_HP = {
+    "smoke": _RNN_HP["smoke"],
+    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_000, max_minutes=5.0, lr=2e-3, warmup=100, n_test=1_000, n_long=300),
+    "gpu": dict(n_train=200_000, max_tokens=12_000, steps=None, max_minutes=3.0, lr=1e-3, warmup=100, n_test=2_000, n_long=500),
+}
+HPARAMS: dict[str, dict[str, dict]] = {"rnn": _RNN_HP, "attention-rnn": _ATTENTION_RNN_HP, "transformer": _TRANSFORMER_HP}
 
 
 @dataclass(frozen=True)
