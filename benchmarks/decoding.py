@@ -10,9 +10,10 @@ Translates the first ``--sentences`` test sentences with each decoder in alterna
     greedy, recompute    greedy_decode(use_cache=False): the whole prefix through the decoder every step
     beam 4, KV cache     course_lib.decoding.beam_search(beam_size=4) (it always decodes through a cache)
 
-The model is notebook 05's checkpoint (``runs/05_transformer/transformer.pt``, read with
-``course_lib.train.load_checkpoint``) when there is one, else a freshly initialised model of the
-profile's preset. An untrained model rarely emits <eos>, so each sentence runs to its length limit
+The model is notebook 05's checkpoint, ``05_transformer/transformer.pt`` in ``--runs`` (default: the
+course's runs folder; ``python -m benchmarks`` passes the quality section's laptop runs when they
+exist), read with ``course_lib.train.load_checkpoint``; without one, a freshly initialised model of
+the profile's preset. An untrained model rarely emits <eos>, so each sentence runs to its length limit
 (2 × source length + 10 tokens): the slowest case, and not the speed of a trained model. The report
 says which model it was, and whether the cached and recomputed greedy translations are identical.
 Writes ``benchmarks/results/decoding.json``.
@@ -47,16 +48,18 @@ DECODERS = {
 }
 
 
-def load_model(profile: str) -> tuple[Transformer, dict, str]:
-    """(model, {"src": Vocab, "tgt": Vocab}, where it came from): notebook 05's checkpoint, else an untrained one."""
+def load_model(profile: str, runs: Path | None = None) -> tuple[Transformer, dict, str]:
+    """(model, {"src": Vocab, "tgt": Vocab}, where it came from): notebook 05's checkpoint in ``runs``
+    (default: the course's runs folder), else an untrained one."""
     recipe = recipes.RECIPES["transformer"]
-    path = runs_dir() / recipe.assignment / recipe.checkpoint
+    path = (runs or runs_dir()) / recipe.assignment / recipe.checkpoint
     try:
         ckpt = load_checkpoint(path)
         model = Transformer(TransformerConfig(**ckpt["config"]))
         load_checkpoint(path, model)  # checks that every weight fits before loading it
         extra = ckpt["extra"]
-        return model, ckpt["vocabs"], (f"trained: {path} ({extra.get('profile', '?')} profile, "
+        shown = path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path
+        return model, ckpt["vocabs"], (f"trained: {shown} ({extra.get('profile', '?')} profile, "
                                        f"{extra.get('updates', '?')} updates)")
     except (CheckpointError, TypeError) as error:  # missing, corrupt, or from an older config class
         data = recipes.training_data(recipes.hparams("transformer", profile))  # for its vocabularies
@@ -66,10 +69,10 @@ def load_model(profile: str) -> tuple[Transformer, dict, str]:
 
 
 def run(profile: str = "laptop", sentences: int = 100, repeats: int = 5, warmup: int = 1,
-        budget_s: float = 60.0, max_len: int | None = None) -> dict:
+        budget_s: float = 60.0, max_len: int | None = None, runs: Path | None = None) -> dict:
     """Time every decoder on the same sentences; the report written to decoding.json."""
     device = pick_device()
-    model, vocabs, origin = load_model(profile)
+    model, vocabs, origin = load_model(profile, runs)
     model.to(device).eval()
     sources = [en for en, _ in translation_pairs("test", n=sentences)]
     references = reference_sets("test", n=sentences)
@@ -104,11 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=60.0, metavar="S",
                         help="seconds after which no new round starts (at least 3 rounds)")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--runs", type=Path, default=None, metavar="DIR",
+                        help="the runs folder holding 05_transformer/transformer.pt (default: the course's)")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    report = run(args.profile, args.sentences, args.repeats, budget_s=args.budget)
+    report = run(args.profile, args.sentences, args.repeats, budget_s=args.budget, runs=args.runs)
     print(json.dumps(report, indent=2))
     print(f"written to {write_report('decoding', report, args.output)}", file=sys.stderr)
     return 0
