@@ -21,7 +21,7 @@ from course_lib.instructor.cli import main
 from course_lib.instructor.course import Assignment, CourseError, assignments
 from course_lib.instructor.execute import Execution
 from course_lib.instructor.notebooks import read_notebook
-from course_lib.instructor.slides import (copy_assets, executed, render, slide_count, slides, vendor_dir,
+from course_lib.instructor.slides import (copy_assets, executed, print_pdf, render, slide_count, slides, vendor_dir,
                                           write_index)
 
 from . import browser
@@ -30,6 +30,12 @@ from .toy_course import _cell, make_toy_course, toy_notebook
 
 SCREENSHOTS = ROOT / "build" / "slides" / "screenshots"
 MATHS = r"$$\mathrm{softmax}(z)_i = \frac{e^{z_i}}{\sum_j e^{z_j}}$$"
+
+
+# Display maths that is short as TeX source and tall once typeset: the last slide outgrows the print
+# page that reveal.js measured before MathJax ran (Chromium then printed the whole deck blank).
+TALL_MATHS = "\n\n".join(f"$$\\frac{{\\partial^2 y_{k}}}{{\\partial x_{k}^2}} = \\frac{{1}}{{1 + e^{{-x_{k}}}}}$$"
+                         for k in range(8))
 
 
 def lecture_notebook() -> nbformat.NotebookNode:
@@ -46,7 +52,7 @@ def lecture_notebook() -> nbformat.NotebookNode:
         _cell("code", "print('helper output only')  # hidden input", "hidden", slide="-"),
         _cell("markdown", "## Exercise: `double`", "exercise", slide="slide"),  # slide 3
         imports, solution, test, results,
-        _cell("markdown", "## Takeaway\n\nTwice $x$ is $2x$.", "takeaway", slide="subslide"),  # slide 4
+        _cell("markdown", f"## Takeaway\n\nTwice $x$ is $2x$.\n\n{TALL_MATHS}", "takeaway", slide="subslide"),  # slide 4
     ]
     notebook.cells[5].metadata["tags"] = ["remove-input"]  # a slide shows only this cell's output
     return notebook
@@ -227,6 +233,28 @@ def _shown_images(notebook) -> int:
                if {"image/png", "image/jpeg"} & set(output.get("data", {})))
 
 
+# Waits for the print layout as print_pdf does, then measures what a bad print would lose.
+PRINT_LAYOUT = f"""
+const done = arguments[arguments.length - 1];
+const started = Date.now();
+(function poll() {{
+  {slides_module.PRINT_READY}.then(ready => {{
+    if (!ready) return Date.now() - started > 60000 ? done(null) : setTimeout(poll, 100);
+    const pages = Array.from(document.querySelectorAll('.pdf-page'));
+    done({{
+      pages: pages.length,
+      zeroSizedMaths: Array.from(document.querySelectorAll('.pdf-page .MathJax_CHTML'))
+                           .filter(m => m.offsetWidth === 0).map(m => m.id).slice(0, 5),
+      overflowing: pages.filter(p => {{
+        const section = p.querySelector('section');
+        return section && section.getBoundingClientRect().bottom - p.getBoundingClientRect().top > p.offsetHeight + 1;
+      }}).map(p => pages.indexOf(p)),
+    }});
+  }});
+}})();
+"""
+
+
 def check_deck(driver, url: str, notebook, shots: str | None = None) -> dict:
     """Open a deck and assert everything a lecturer relies on; screenshots to build/slides/screenshots/."""
     browser.requested_urls(driver), browser.console_errors(driver)  # forget the start-up page
@@ -341,6 +369,9 @@ def test_course_slides_writes_a_deck_a_handout_and_the_index(toy_decks):
     if shutil.which("pdfinfo"):  # poppler reads the same count
         info = subprocess.run(["pdfinfo", str(out / "toy.pdf")], capture_output=True, text=True).stdout
         assert int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1)) == pages
+    if shutil.which("pdftotext"):  # every slide printed, the last (tallest once typeset) included
+        text = subprocess.run(["pdftotext", str(out / "toy.pdf"), "-"], capture_output=True, text=True).stdout.lower()
+        assert "the softmax" in text and "twice" in text and "∂" in text, text[:500]  # headings print in capitals
 
 
 @pytest.mark.notebook
@@ -352,7 +383,8 @@ def test_the_toy_deck_works_offline_in_chromium(toy_decks, driver, via):
     with local_server(out) as server:
         url = (out / "toy.slides.html").as_uri() if via == "file" else f"{server}/toy.slides.html"
         deck = check_deck(driver, url, notebook, shots=f"toy-{via}" if via == "http" else None)
-    assert deck["total"] == 4 and deck["horizontal"] == 2 and deck["images"] == 1 and deck["jax"] == 4
+    assert deck["total"] == 4 and deck["horizontal"] == 2 and deck["images"] == 1
+    assert deck["jax"] == 4 + TALL_MATHS.count("$$") // 2
     assert (deck["mathsSlide"]["h"], deck["mathsSlide"]["v"]) == (0, 1)  # the softmax sub-slide
 
 
@@ -386,3 +418,16 @@ def test_every_lecture_typesets_and_lays_out_without_running(assignment, tmp_pat
     notebook = read_notebook(assignment.source)
     (out / "deck.slides.html").write_text(render(notebook, assignment.id), encoding="utf-8")
     check_deck(driver, (out / "deck.slides.html").as_uri(), notebook)
+
+    # The print view, as `course slides --pdf` prints it: every formula has a size, every slide fits
+    # its page(s), and the handout's text reaches the last slide.
+    driver.get((out / "deck.slides.html").as_uri() + slides_module.PRINT_QUERY)
+    layout = driver.execute_async_script(PRINT_LAYOUT)
+    assert layout and layout["pages"] > 0, "the print layout never became ready"
+    assert layout["zeroSizedMaths"] == [] and layout["overflowing"] == [], layout
+    print_pdf(out / "deck.slides.html", out / "deck.pdf")
+    text = " ".join(subprocess.run(["pdftotext", str(out / "deck.pdf"), "-"], capture_output=True, text=True,
+                                   check=True).stdout.lower().split())
+    last_heading = [line for cell in notebook.cells if cell.cell_type == "markdown"
+                    for line in cell.source.splitlines() if line.startswith("## ")][-1]
+    assert all(word in text for word in re.findall(r"[a-z]{3,}", last_heading.lower())), (last_heading, text[-500:])

@@ -46,13 +46,15 @@ ASSETS = (
     "mathjax/fonts/HTML-CSS/TeX/woff",
 )
 
-# nbconvert's reveal template with three changes: no mermaid import (an ES module import, which
-# browsers refuse from file://; the course draws no mermaid diagrams), figures that fit a slide, and
-# an empty icon so that a browser does not ask the server for /favicon.ico.
+# nbconvert's reveal template with four changes: no mermaid import (an ES module import, which
+# browsers refuse from file://; the course draws no mermaid diagrams), figures that fit a slide, an
+# empty icon so that a browser does not ask the server for /favicon.ico, and a flag set when
+# reveal.js has laid out the print pages (PRINT_READY waits for it).
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block html_head_css -%}
 <link rel="icon" href="data:,">
+<script>document.addEventListener("pdf-ready", () => { window.coursePrintLaidOut = true; });</script>
 <style type="text/css">
 .reveal section img { max-height: 520px; width: auto; }
 .reveal .jp-OutputArea-output pre { max-height: 420px; overflow-y: auto; }
@@ -220,11 +222,42 @@ DECK_READY = """new Promise(done => {
 })"""
 
 
+# Printing races two scripts. reveal.js lays out the print pages on window load, measuring slides
+# whose maths MathJax may not have typeset yet, so a slide can outgrow its page (Chromium then
+# printed all of deck 05 blank); and maths typeset while reveal.js still hid the slides comes out
+# zero-sized (deck 04 printed without most of its formulas, one run in two). So once reveal.js says
+# the print layout is done ('pdf-ready', recorded by the template), render every formula again on the
+# visible pages, then give each page that its slide outgrew as many @page heights as it needs.
+# reveal.js's print view, each slide once with all its fragments shown: a copy per fragment (its
+# default) duplicates the typeset maths' element ids, and MathJax then renders one copy and leaves
+# the other empty. reveal.js reads configuration from the query string.
+PRINT_QUERY = "?print-pdf&pdfSeparateFragments=false"
+PRINT_READY = """new Promise(done => {
+  if (!window.coursePrintLaidOut || !(window.MathJax && MathJax.isReady)) return done(false);
+  MathJax.Hub.Queue(["Rerender", MathJax.Hub], () => {
+    let unit = null;
+    for (const sheet of document.styleSheets) {
+      try {
+        for (const rule of sheet.cssRules) {
+          if (rule instanceof CSSPageRule) unit = parseFloat(rule.style.getPropertyValue('size').split(' ')[1]) || unit;
+        }
+      } catch (error) {}  // a style sheet the page may not read
+    }
+    for (const page of document.querySelectorAll('.pdf-page')) {
+      const section = page.querySelector('section');
+      const bottom = section ? section.getBoundingClientRect().bottom - page.getBoundingClientRect().top : 0;
+      if (unit && bottom > page.offsetHeight) page.style.height = Math.ceil(bottom / unit) * unit + 'px';
+    }
+    done(true);
+  });
+})"""
+
+
 def print_pdf(deck: Path, pdf: Path, *, timeout: float = 180) -> int:
     """Print a deck to PDF in reveal's print layout (a page per slide, more for tall ones); the page count."""
     from .chromium import pdf_pages, print_to_pdf
 
-    data = print_to_pdf(deck.resolve().as_uri() + "?print-pdf", ready=DECK_READY, timeout=timeout)
+    data = print_to_pdf(deck.resolve().as_uri() + PRINT_QUERY, ready=PRINT_READY, timeout=timeout)
     pdf.write_bytes(data)
     return pdf_pages(data)
 
