@@ -21,6 +21,7 @@ $(VENV)/.installed: pyproject.toml
 build: setup
 	$(BIN)/course build
 	$(BIN)/course slides
+	$(BIN)/course sample --jobs 2
 
 test: setup
 	$(BIN)/python -m pytest -n 2

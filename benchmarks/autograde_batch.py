@@ -28,15 +28,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
-    """Copy the course's assignment into ``root`` and submit ``students`` notebooks; student -> kind."""
+    """Submit ``students`` notebooks of ``assignment`` to the scratch course ``root``; student -> kind."""
     import nbformat
 
     from course_lib.instructor.submission import source_cells
     from tests.bugs import catalogue
 
-    shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
-    for folder in ("solutions", "notebooks"):
-        shutil.copytree(ROOT / folder / assignment, root / folder / assignment)
     source = root / "solutions" / assignment / f"{assignment}.ipynb"
     release = root / "notebooks" / assignment / f"{assignment}.ipynb"
     owner = {name: c.grade_id for c in source_cells(source) if c.kind == "solution" for name in c.names}
@@ -63,6 +60,7 @@ def run(assignments: list[str], students: int, jobs: list[int]) -> dict:
     from benchmarks._notebook_run import machine
     from course_lib.instructor.autograde import autograde, build_reference, limits_for
     from course_lib.instructor.course import assignments as course_assignments
+    from course_lib.instructor.sample import scratch_course
     from course_lib.instructor.sandbox import Sandbox
     from course_lib.instructor.submission import source_cells
 
@@ -70,7 +68,7 @@ def run(assignments: list[str], students: int, jobs: list[int]) -> dict:
                     "reference_seconds": {}, "by_assignment": {name: {} for name in assignments}}
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as scratch:
         template = Path(scratch) / "template"
-        template.mkdir()
+        scratch_course(ROOT, template, course_assignments(ROOT, assignments))
         kinds = {}
         for assignment in assignments:
             kinds[assignment] = make_batch(template, assignment, students)

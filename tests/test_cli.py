@@ -117,3 +117,23 @@ def test_a_course_lib_beside_the_notebook_never_shadows_the_installed_one(course
     (folder / "torch.py").write_text("raise SystemExit('shadowed')\n")
     result = validate(course, folder / "toy.ipynb")
     assert result.passed == ["test_double"] and not result.failed
+
+
+def test_sample_grades_the_solution_full_and_the_release_zero(course, capsys):
+    """`course sample` in build/sample/, leaving the course's own gradebook and submissions alone."""
+    assert main(["release"]) == 0
+    assert main(["sample"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" ok") == 2 and "WRONG" not in out
+    assert "sample-solution" in out and "sample-release" in out
+    assert not (course / "submitted").exists() and not (course / "gradebook.db").exists()
+    assert (course / "build" / "sample" / "gradebook.db").is_file()
+
+
+def test_sample_says_which_grade_is_wrong(course, capsys):
+    """A release that still holds the solution gets full marks where it must get none."""
+    assert main(["release"]) == 0
+    (course / "notebooks" / "toy" / "toy.ipynb").write_bytes((course / "solutions" / "toy" / "toy.ipynb").read_bytes())
+    assert main(["sample"]) == 1
+    out = capsys.readouterr().out
+    assert "sample-release" in out and "WRONG" in out and "some grades are WRONG" in out

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return train_command(arguments)
         root = find_root()
-        if arguments.step in ("autograde", "grades", "feedback"):
+        if arguments.step in ("autograde", "grades", "feedback", "sample"):
             return _grading(arguments, root)
         selected = assignments(root, arguments.assignments)
         if arguments.step == "release":
@@ -107,7 +107,7 @@ def _bench(arguments: list[str]) -> int:
 
 
 def _grading_steps(steps: argparse._SubParsersAction) -> None:
-    """autograde, grades and feedback: course_lib.instructor.autograde, .grades and .feedback."""
+    """autograde, sample, grades and feedback: course_lib.instructor.autograde, .sample, .grades and .feedback."""
     from .sandbox import Limits
 
     default = Limits()
@@ -128,6 +128,13 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
     grades.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     grades.add_argument("--csv", metavar="PATH", help="also write them to this CSV file")
 
+    sample = steps.add_parser("sample", help="autograde a sample class (each solution: full marks; each release: "
+                                             "none) in a scratch copy of the course")
+    sample.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    sample.add_argument("--out", default="build/sample",
+                        help="the scratch course, relative to the course, replaced each run (default: build/sample)")
+    sample.add_argument("--jobs", type=int, default=1, metavar="N", help="students graded at once (default 1)")
+
     feedback = steps.add_parser("feedback", help="write feedback/<student>/<assignment>/<assignment>.html")
     feedback.add_argument("assignment", metavar="ASSIGNMENT")
     feedback.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
@@ -142,6 +149,11 @@ def _grading(arguments: argparse.Namespace, root) -> int:
         results = autograde(root, arguments.assignment, arguments.student, jobs=max(1, arguments.jobs),
                             limits=limits, isolated=not arguments.unsafe_no_sandbox)
         return 1 if needs_attention(results) else 0
+    if arguments.step == "sample":
+        from .sample import sample
+
+        return 0 if sample(root, assignments(root, arguments.assignments), root / arguments.out,
+                           jobs=max(1, arguments.jobs)) else 1
     if arguments.step == "grades":
         from .grades import export
 
