@@ -45,14 +45,16 @@ def runs_dir() -> Path:
 
     ``$COURSE_RUNS_DIR`` when set; else ``runs/`` at the course root (the nearest ancestor of the
     working directory holding ``nbgrader_config.py``), so every notebook shares one folder
-    wherever it runs from; else ``./runs``.
+    wherever it runs from; else ``./runs``. The ``smoke`` profile uses ``runs/smoke/`` there: nbgrader's
+    Validate button and ``course build``'s release check run notebooks in smoke, and their tiny
+    models must not replace the ones a student (or ``course build``) trained in the real profile.
     """
     if os.environ.get("COURSE_RUNS_DIR"):
         path = Path(os.environ["COURSE_RUNS_DIR"])
     else:
         cwd = Path.cwd().resolve()
         root = next((d for d in (cwd, *cwd.parents) if (d / "nbgrader_config.py").is_file()), cwd)
-        path = root / "runs"
+        path = root / "runs" / ("smoke" if course_lib.profile() == "smoke" else "")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -160,7 +160,13 @@ def test_runs_dir(tmp_path, monkeypatch):
     deep = tmp_path / "course" / "notebooks" / "01"
     deep.mkdir(parents=True)
     monkeypatch.chdir(deep)
+    monkeypatch.setenv("COURSE_PROFILE", "laptop")
     assert runs_dir() == (tmp_path / "course" / "runs").resolve()
+    monkeypatch.setenv("COURSE_PROFILE", "smoke")  # e.g. nbgrader's Validate: never over the real runs
+    assert runs_dir() == (tmp_path / "course" / "runs" / "smoke").resolve()
+    monkeypatch.delenv("COURSE_PROFILE")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    assert runs_dir() == (tmp_path / "course" / "runs" / "smoke").resolve()
 
 
 def test_record_results_merges(tmp_path):
