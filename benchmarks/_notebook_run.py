@@ -100,8 +100,13 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
     return minutes, results
 
 
-def add_keep_argument(parser) -> None:
-    """The ``--keep DIR`` option of the notebook benchmarks (``run_notebook``'s ``keep``)."""
+def add_notebook_arguments(parser, assignment: str) -> None:
+    """The options every notebook benchmark shares: --profile, --output, --timeout, --threads, --keep."""
+    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
+    parser.add_argument("--output", type=Path, default=None, help=f"default: {RESULTS / (assignment + '.json')}")
+    parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="OMP_NUM_THREADS for the kernel (default: torch's own choice)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="copy the notebook's run folder (checkpoints, results) to DIR/<assignment>")
 

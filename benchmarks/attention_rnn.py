@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # for `python benchmarks/attention_rnn.py`
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._notebook_run import RESULTS, add_keep_argument, machine, run_notebook, write_report  # noqa: E402
+from benchmarks._notebook_run import RESULTS, add_notebook_arguments, machine, run_notebook, write_report  # noqa: E402
 
 ASSIGNMENT = "02_attention"
 TARGET_BLEU, BUDGET_MINUTES = 95.0, 6.0  # laptop profile, spec §4 and §6
@@ -64,13 +64,9 @@ def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--output", type=Path, default=None, help=f"default: {RESULTS / (ASSIGNMENT + '.json')}")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    add_notebook_arguments(parser, ASSIGNMENT)
     parser.add_argument("--reuse-01", type=Path, default=None, metavar="DIR",
                         help="a runs/01_rnn_baselines folder whose checkpoint serves as the baseline")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads in the notebook's kernel")
-    add_keep_argument(parser)
     args = parser.parse_args(argv)
     report = run(args.profile, args.output, args.timeout, args.reuse_01, args.threads, args.keep)
     print(json.dumps(report, indent=2))

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # for `python benchmarks/capstone.py`
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._notebook_run import RESULTS, add_keep_argument, machine, run_notebook, write_report  # noqa: E402
+from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report  # noqa: E402
 from benchmarks.attention_rnn import BUDGET_MINUTES  # noqa: E402  (every notebook's, laptop profile)
 
 ASSIGNMENT = "06_bleu"
@@ -61,14 +61,10 @@ def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--output", type=Path, default=None, help=f"default: {RESULTS / (ASSIGNMENT + '.json')}")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    add_notebook_arguments(parser, ASSIGNMENT)
     parser.add_argument("--reuse", type=Path, nargs="*", default=None, metavar="DIR",
                         help="run folders to start from (default: runs/01_rnn_baselines, runs/02_attention and "
                              "runs/05_transformer where they exist; none: --reuse without a folder)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads in the notebook's kernel")
-    add_keep_argument(parser)
     args = parser.parse_args(argv)
     report = run(args.profile, args.output, args.timeout, args.reuse, args.threads, args.keep)
     print(json.dumps(report, indent=2))

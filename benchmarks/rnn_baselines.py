@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # for `python benchmarks/rnn_baselines.py`
     sys.path.insert(0, str(ROOT))
 
-from benchmarks._notebook_run import RESULTS, add_keep_argument, machine, run_notebook, write_report  # noqa: E402
+from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report  # noqa: E402
 
 ASSIGNMENT = "01_rnn_baselines"
 
@@ -49,12 +49,7 @@ def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--output", type=Path, default=None, help=f"default: {RESULTS / (ASSIGNMENT + '.json')}")
-    parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="OMP_NUM_THREADS for the kernel (default: torch's own choice)")
-    add_keep_argument(parser)
+    add_notebook_arguments(parser, ASSIGNMENT)
     args = parser.parse_args(argv)
     report = run(args.profile, args.output, args.timeout, args.threads, args.keep)
     print(json.dumps(report, indent=2))

@@ -35,7 +35,7 @@ if __name__ == "__main__":
 import torch
 from torch import nn
 
-from benchmarks._notebook_run import add_keep_argument, machine, run_notebook, write_report
+from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
 from course_lib.positional import make_positional
 from course_lib.transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
 
@@ -204,12 +204,9 @@ def gpu_section() -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--threads", type=int, help="torch threads (OMP_NUM_THREADS) here and in the notebook")
+    add_notebook_arguments(parser, ASSIGNMENT)  # --threads also sets this process's torch threads
     parser.add_argument("--skip-notebook", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
-    parser.add_argument("--output", type=Path)
-    add_keep_argument(parser)
     args = parser.parse_args(argv)
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -222,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_notebook:
         load_before = os.getloadavg()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the kernel is a child process, reaped at the end
-        minutes, results = run_notebook(ASSIGNMENT, args.profile, keep=args.keep)
+        minutes, results = run_notebook(ASSIGNMENT, args.profile, args.timeout, keep=args.keep)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_minutes = (after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime) / 60
         report["notebook"] = {
