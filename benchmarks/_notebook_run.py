@@ -82,7 +82,7 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
             start = time.perf_counter()
             client.execute()
             minutes = (time.perf_counter() - start) / 60
-            from course_lib.train import read_results  # reads COURSE_RUNS_DIR at call time
+            from course_lib.checkpoints import read_results  # reads COURSE_RUNS_DIR at call time
 
             results = read_results(assignment)
             if keep is not None and results:

@@ -30,7 +30,7 @@ EARLIER = ("01_rnn_baselines", "02_attention", "05_transformer")  # the notebook
 
 def earlier_runs() -> list[Path]:
     """The run folders of notebooks 01, 02 and 05 that exist in this course's runs folder."""
-    from course_lib.train import runs_dir
+    from course_lib.checkpoints import runs_dir
 
     return [runs_dir() / name for name in EARLIER if (runs_dir() / name).is_dir()]
 

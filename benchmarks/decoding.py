@@ -12,7 +12,7 @@ Translates the first ``--sentences`` test sentences with each decoder in alterna
 
 The model is notebook 05's checkpoint, ``05_transformer/transformer.pt`` in ``--runs`` (default: the
 course's runs folder; ``python -m benchmarks`` passes the quality section's laptop runs when they
-exist), read with ``course_lib.train.load_checkpoint``; without one, a freshly initialised model of
+exist), read with ``course_lib.checkpoints.load_checkpoint``; without one, a freshly initialised model of
 the profile's preset. An untrained model rarely emits <eos>, so each sentence runs to its length limit
 (2 × source length + 10 tokens): the slowest case, and not the speed of a trained model. The report
 says which model it was, and whether the cached and recomputed greedy translations are identical.
@@ -38,7 +38,8 @@ from course_lib import recipes  # noqa: E402
 from course_lib.bleu import bleu  # noqa: E402
 from course_lib.data import reference_sets, translation_pairs  # noqa: E402
 from course_lib.decoding import beam_search, translate  # noqa: E402
-from course_lib.train import CheckpointError, load_checkpoint, pick_device, runs_dir  # noqa: E402
+from course_lib.checkpoints import CheckpointError, load_checkpoint, runs_dir  # noqa: E402
+from course_lib.train import pick_device  # noqa: E402
 from course_lib.transformer import Transformer, TransformerConfig, greedy_decode  # noqa: E402
 
 DECODERS = {

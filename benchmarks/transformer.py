@@ -183,7 +183,7 @@ def gpu_section() -> dict:
         return {"measured": False, "note": "no GPU was available on this run: the gpu-profile numbers "
                 "(tokens/s, MFU, BLEU, minutes on an H100-class card) were not measured"}
     from course_lib import recipes
-    from course_lib.params import peak_flops, training_flops
+    from benchmarks.flops import peak_flops, training_flops
     from course_lib.text import BucketedBatches
 
     run = recipes.fit("transformer", "gpu", progress=False)

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-PAD_ID = 0  # the padding id of every vocabulary (course_lib.text.PAD_ID)
+from course_lib.text import PAD_ID
 
 
 # --------------------------------------------------------------------------- softmax

@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_lib.attention import AdditiveAttention
-from course_lib.rnn import PAD_ID
+from course_lib.text import PAD_ID
 
 
 @dataclass

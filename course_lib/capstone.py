@@ -29,7 +29,8 @@ from course_lib import recipes
 from course_lib.decoding import translate
 from course_lib.recipes import RECIPES, Recipe
 from course_lib.text import Vocab
-from course_lib.train import CheckpointError, load_checkpoint, pick_device, runs_dir, save_checkpoint
+from course_lib.checkpoints import CheckpointError, load_checkpoint, runs_dir, save_checkpoint
+from course_lib.train import pick_device
 
 ASSIGNMENT = "06_bleu"
 
@@ -59,7 +60,7 @@ def unavailable(spec: CourseModel) -> str | None:
         return f"course_lib.recipes has no recipe {spec.recipe!r}"
     for path in (_recipe(spec).model, _recipe(spec).presets, _recipe(spec).decode):
         try:
-            recipes._resolve(path)
+            recipes.resolve(path)
         except ModuleNotFoundError as error:
             return f"{error.name} does not exist yet"
         except AttributeError:
@@ -81,7 +82,7 @@ class LoadedModel:
     def translate(self, sources: Sequence[str], max_len: int | None = None) -> list[str]:
         """Greedy translations of ``sources`` (``max_len`` None: 2 x source length + 10 tokens)."""
         device = next(self.model.parameters()).device
-        return translate(recipes._resolve(_recipe(self.spec).decode), self.model, sources, self.src_vocab,
+        return translate(recipes.resolve(_recipe(self.spec).decode), self.model, sources, self.src_vocab,
                          self.tgt_vocab, max_len=max_len, device=device)
 
 
@@ -92,10 +93,10 @@ def _load(spec: CourseModel, path: Path, device: torch.device) -> tuple[nn.Modul
         raise CheckpointError(f"{path}: written by a smoke run, which only proves the code runs")
     if not {"src", "tgt"} <= set(ckpt["vocabs"]):
         raise CheckpointError(f"{path}: has no src/tgt vocabularies")
-    presets = recipes._resolve(_recipe(spec).presets)
+    presets = recipes.resolve(_recipe(spec).presets)
     config_class = type(next(iter(presets.values())))
     try:
-        model = recipes._resolve(_recipe(spec).model)(config_class(**ckpt["config"]))
+        model = recipes.resolve(_recipe(spec).model)(config_class(**ckpt["config"]))
     except (TypeError, ValueError) as error:  # the config class changed since the file was written
         raise CheckpointError(f"{path}: its config does not build a {_recipe(spec).model}: {error}") from None
     load_checkpoint(path, model)  # checks that every weight fits before loading it

@@ -13,6 +13,8 @@ from typing import Callable
 
 import torch
 
+from course_lib.params import attention_params, ffn_params
+
 
 def attention_flops(T: int, d_model: int) -> int:
     """FLOPs of one self-attention sublayer over T tokens: the four (T, d)·(d, d) projections
@@ -33,9 +35,7 @@ def block_param_counts(d_model: int, d_ff: int) -> dict[str, int]:
     Returns ``{"attention", "ffn", "norms", "total"}``: W_q, W_k, W_v, W_o with biases; the two
     linear layers of the FFN with biases; two LayerNorms (a gain and a bias each).
     """
-    counts = {"attention": 4 * d_model * d_model + 4 * d_model,
-              "ffn": 2 * d_model * d_ff + d_ff + d_model,
-              "norms": 2 * 2 * d_model}
+    counts = {"attention": attention_params(d_model), "ffn": ffn_params(d_model, d_ff), "norms": 2 * 2 * d_model}
     return {**counts, "total": sum(counts.values())}
 
 

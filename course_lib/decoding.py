@@ -18,6 +18,7 @@ from torch import nn
 
 from course_lib.kv_cache import KVCache
 from course_lib.text import BOS_ID, EOS_ID, PAD_ID, Vocab, detokenize, pad_batch, tokenize
+from course_lib.train import eval_mode
 
 DecodeFn = Callable[[nn.Module, torch.Tensor, int], torch.Tensor]
 
@@ -32,20 +33,18 @@ def translate(decode_fn: DecodeFn, model: nn.Module, sources: Sequence[str], src
     ``max_len=None`` allows each sentence ``2 * S + 10`` target tokens, S its own source length
     (a hypothesis never depends on its batch-mates). Returns one detokenized hypothesis per source.
     """
-    was_training = model.training
-    model.eval()
-    encoded = [src_vocab.encode(tokenize(s)) for s in sources]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    hyps: list[str] = [""] * len(encoded)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        src = pad_batch([encoded[i] or [0] for i in idx]).to(device)  # (B, S)
-        limit = max_len if max_len is not None else 2 * src.shape[1] + 10
-        ys = decode_fn(model, src, limit)  # (B, L)
-        for i, row in zip(idx, ys.tolist()):
-            own = max_len if max_len is not None else 2 * len(encoded[i]) + 10
-            hyps[i] = detokenize(tgt_vocab.decode(row[:own]))
-    model.train(was_training)
+    with eval_mode(model):
+        encoded = [src_vocab.encode(tokenize(s)) for s in sources]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        hyps: list[str] = [""] * len(encoded)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            src = pad_batch([encoded[i] or [PAD_ID] for i in idx]).to(device)  # (B, S)
+            limit = max_len if max_len is not None else 2 * src.shape[1] + 10
+            ys = decode_fn(model, src, limit)  # (B, L)
+            for i, row in zip(idx, ys.tolist()):
+                own = max_len if max_len is not None else 2 * len(encoded[i]) + 10
+                hyps[i] = detokenize(tgt_vocab.decode(row[:own]))
     return hyps
 
 
@@ -62,33 +61,31 @@ def beam_search(model: nn.Module, src: torch.Tensor, max_len: int, beam_size: in
     (GNMT's length penalty: without it, every extra token lowers log p and short outputs win).
     ``beam_size=1`` is greedy decoding. src: (B, S) -> ys: (B, L), without <bos>, <pad> after <eos>.
     """
-    was_training = model.training
-    model.eval()
-    B, k, device = src.shape[0], beam_size, src.device
-    memory = model.encode(src).repeat_interleave(k, dim=0)  # (B*k, S, d): row b*k + j is beam j of sentence b
-    src_mask = (src != PAD_ID)[:, None, None, :].repeat_interleave(k, dim=0)  # (B*k, 1, 1, S)
-    cache = KVCache()
-    scores = torch.zeros(B, k, device=device)  # total log-probability of each beam
-    scores[:, 1:] = float("-inf")  # all beams start as the same <bos>: keep one, or the beam fills with copies
-    tokens = torch.full((B * k, 1), BOS_ID, dtype=torch.long, device=device)  # (B*k, 1) the next input
-    finished = torch.zeros(B * k, dtype=torch.bool, device=device)
-    history: list[torch.Tensor] = []  # one (B*k,) tensor of chosen ids per step
-    for _ in range(max_len):
-        logp = model.decode(tokens, memory, src_mask, cache=cache)[:, -1].float().log_softmax(-1)  # (B*k, V)
-        V = logp.shape[-1]
-        logp[finished] = float("-inf")
-        logp[finished, PAD_ID] = 0.0  # a finished hypothesis stays as it is
-        candidates = (scores.view(-1, 1) + logp).view(B, k * V)  # every beam × every next token
-        scores, flat = candidates.topk(k, dim=-1)  # (B, k) each
-        rows = (torch.arange(B, device=device)[:, None] * k + flat // V).view(-1)  # (B*k,) beam each came from
-        chosen = (flat % V).view(-1)  # (B*k,)
-        history = [h[rows] for h in history] + [chosen]
-        finished = finished[rows] | (chosen == EOS_ID)
-        cache.reorder(rows)
-        tokens = chosen[:, None]  # (B*k, 1)
-        if bool(finished.all()):
-            break
-    model.train(was_training)
+    with eval_mode(model):
+        B, k, device = src.shape[0], beam_size, src.device
+        memory = model.encode(src).repeat_interleave(k, dim=0)  # (B*k, S, d): row b*k + j is beam j of sentence b
+        src_mask = (src != PAD_ID)[:, None, None, :].repeat_interleave(k, dim=0)  # (B*k, 1, 1, S)
+        cache = KVCache()
+        scores = torch.zeros(B, k, device=device)  # total log-probability of each beam
+        scores[:, 1:] = float("-inf")  # all beams start as the same <bos>: keep one, or the beam fills with copies
+        tokens = torch.full((B * k, 1), BOS_ID, dtype=torch.long, device=device)  # (B*k, 1) the next input
+        finished = torch.zeros(B * k, dtype=torch.bool, device=device)
+        history: list[torch.Tensor] = []  # one (B*k,) tensor of chosen ids per step
+        for _ in range(max_len):
+            logp = model.decode(tokens, memory, src_mask, cache=cache)[:, -1].float().log_softmax(-1)  # (B*k, V)
+            V = logp.shape[-1]
+            logp[finished] = float("-inf")
+            logp[finished, PAD_ID] = 0.0  # a finished hypothesis stays as it is
+            candidates = (scores.view(-1, 1) + logp).view(B, k * V)  # every beam × every next token
+            scores, flat = candidates.topk(k, dim=-1)  # (B, k) each
+            rows = (torch.arange(B, device=device)[:, None] * k + flat // V).view(-1)  # (B*k,) beam each came from
+            chosen = (flat % V).view(-1)  # (B*k,)
+            history = [h[rows] for h in history] + [chosen]
+            finished = finished[rows] | (chosen == EOS_ID)
+            cache.reorder(rows)
+            tokens = chosen[:, None]  # (B*k, 1)
+            if bool(finished.all()):
+                break
     if not history:
         return torch.zeros(B, 0, dtype=torch.long, device=device)
     ys = torch.stack(history, dim=1)  # (B*k, L)

@@ -1,7 +1,7 @@
 """Train a course model from the shell, in one process or data-parallel over several.
 
     course train --model transformer --profile laptop                       # one process
-    torchrun --nproc_per_node=4 -m course_lib.train --model transformer --steps 3000   # DDP, 4 processes
+    torchrun --nproc_per_node=4 -m course_lib.distributed --model transformer --steps 3000   # DDP, 4 processes
 
 Data parallelism (``DistributedDataParallel``): every process holds a full copy of the model and
 trains on its own share of each epoch's batches (batch ``i`` goes to process ``i % world_size``);
@@ -48,7 +48,7 @@ class Shard:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of ``course train`` and ``python -m course_lib.train``."""
+    """The options of ``course train`` and ``python -m course_lib.distributed``."""
     parser.add_argument("--model", required=True, choices=MODELS, help="which course model to train")
     parser.add_argument("--profile", choices=PROFILES, help="hyperparameter preset (default: course_lib.profile())")
     parser.add_argument("--steps", type=int, help="optimizer updates (required under DDP unless the profile sets them)")
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
                          n_train=args.n_train, max_tokens=args.max_tokens)
     if world > 1:
         if hp.get("steps") is None:
-            raise SystemExit("course_lib.train: under DDP give --steps: every process must stop at the same update")
+            raise SystemExit("course_lib.distributed: under DDP give --steps: every process must stop at the same update")
         hp["max_minutes"] = None
     cuda = torch.cuda.is_available() and (args.device is None or args.device.startswith("cuda"))
     device = torch.device(args.device or ("cuda" if cuda else "cpu"))
@@ -130,8 +130,12 @@ def _device_name(device) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = add_arguments(argparse.ArgumentParser(prog="python -m course_lib.train", description=__doc__.split("\n\n")[0]))
+    parser = add_arguments(argparse.ArgumentParser(prog="python -m course_lib.distributed", description=__doc__.split("\n\n")[0]))
     return run(parser.parse_args(argv))
 
 
 __all__ = ["MODELS", "Shard", "add_arguments", "main", "run"]
+
+
+if __name__ == "__main__":  # torchrun --nproc_per_node=N -m course_lib.distributed --model transformer --steps 1000
+    raise SystemExit(main())

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.positional import make_positional
+from course_lib.train import eval_mode
 
 IGNORE = -100  # target of the first ``offset`` positions: F.cross_entropy's default ignore_index
 
@@ -136,16 +137,14 @@ def accuracy_by_position(model: OrderEncoder, length: int, n: int = 512, batch_s
     """Fraction of ``n`` fresh sequences of ``length`` tokens whose target at position t is predicted
     exactly: (length,) float, NaN at the first ``offset`` positions (they have no target)."""
     cfg = model.cfg
-    was_training = model.training
-    model.eval()
     device = device or next(model.parameters()).device
     generator = torch.Generator().manual_seed(seed)
     correct = torch.zeros(length)
-    for start in range(0, n, batch_size):
-        inputs, targets = shift_batch(min(batch_size, n - start), length, cfg.vocab_size, cfg.offset, generator)
-        predicted = model(inputs.to(device)).argmax(dim=-1).cpu()  # (B, T)
-        correct += (predicted == targets).sum(dim=0)  # (T,); never true where the target is IGNORE
-    model.train(was_training)
+    with eval_mode(model):
+        for start in range(0, n, batch_size):
+            inputs, targets = shift_batch(min(batch_size, n - start), length, cfg.vocab_size, cfg.offset, generator)
+            predicted = model(inputs.to(device)).argmax(dim=-1).cpu()  # (B, T)
+            correct += (predicted == targets).sum(dim=0)  # (T,); never true where the target is IGNORE
     result = correct / n
     result[: cfg.offset] = float("nan")
     return result

@@ -1,6 +1,6 @@
 """How each translation model of the course is built, trained and evaluated, in one place.
 
-``course train``, the data-parallel entry point (``torchrun -m course_lib.train``) and notebook 05
+``course train``, the data-parallel entry point (``torchrun -m course_lib.distributed``) and notebook 05
 use these recipes, so that a model trained from the shell is the model the notebook trains::
 
     run = fit("transformer")                  # this profile's preset and hyperparameters
@@ -27,7 +27,8 @@ from course_lib.bleu import bleu, bleu_by_length
 from course_lib.data import reference_sets, translation_pairs
 from course_lib.decoding import translate
 from course_lib.text import PAD_ID, BucketedBatches, TranslationData, Vocab
-from course_lib.train import History, linear_warmup, pick_device, record_results, runs_dir, save_checkpoint, train
+from course_lib.checkpoints import record_results, runs_dir, save_checkpoint
+from course_lib.train import History, linear_warmup, pick_device, train
 
 # n_train: training pairs; max_tokens: padded tokens per batch (per process under DDP); steps and/or
 # max_minutes: the training budget; n_test/n_long: sentences of test/test_long scored with BLEU.
@@ -84,7 +85,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
 )}
 
 
-def _resolve(path: str) -> Any:
+def resolve(path: str) -> Any:
+    """The object a recipe names as ``"module:attribute"``, e.g. ``"course_lib.rnn:Seq2SeqRNN"``."""
     module, _, attribute = path.partition(":")
     return getattr(importlib.import_module(module), attribute)
 
@@ -101,9 +103,9 @@ def hparams(name: str, profile: str | None = None, **overrides) -> dict:
 def build(name: str, src_vocab_size: int, tgt_vocab_size: int, profile: str | None = None,
           **config_overrides) -> tuple[nn.Module, Any]:
     """The model of recipe ``name`` with its profile's preset config: (model, config)."""
-    preset = course_lib.by_profile(_resolve(RECIPES[name].presets), profile)
+    preset = course_lib.by_profile(resolve(RECIPES[name].presets), profile)
     cfg = dataclasses.replace(preset, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **config_overrides)
-    return _resolve(RECIPES[name].model)(cfg), cfg
+    return resolve(RECIPES[name].model)(cfg), cfg
 
 
 def loss_function(name: str, hp: dict) -> Callable[[nn.Module, Any], torch.Tensor]:
@@ -184,7 +186,7 @@ def fit(name: str, profile: str | None = None, *, hp: dict | None = None, device
 def evaluate(run: TrainedRun, device: torch.device | str | None = None) -> dict:
     """BLEU of greedy translations on ``n_test`` sentences of test and ``n_long`` of test_long."""
     device = device or next(run.model.parameters()).device
-    decode = _resolve(RECIPES[run.name].decode)
+    decode = resolve(RECIPES[run.name].decode)
     metrics: dict[str, Any] = {}
     for split, n in (("test", run.hp["n_test"]), ("test_long", run.hp["n_long"])):
         sources = [en for en, _ in translation_pairs(split, n=n)]
@@ -222,4 +224,4 @@ def save(run: TrainedRun, metrics: dict, directory: Path | None = None) -> tuple
 
 
 __all__ = ["HPARAMS", "RECIPES", "Recipe", "TrainedRun", "build", "evaluate", "fit", "hparams", "loss_function",
-           "optimizer_and_schedule", "save", "training_data"]
+           "optimizer_and_schedule", "resolve", "save", "training_data"]

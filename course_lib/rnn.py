@@ -18,7 +18,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-PAD_ID, BOS_ID, EOS_ID = 0, 1, 2  # the same ids as course_lib.text (spec §3)
+from course_lib.text import BOS_ID, EOS_ID, PAD_ID
+from course_lib.train import eval_mode
 
 
 # --------------------------------------------------------------------------- the Elman RNN
@@ -161,23 +162,21 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int) -> torch.Te
     src: (B, S) -> ys: (B, L) with L <= max_len: the predicted ids without <bos>; a row holds its
     <eos> and PAD_ID after it. Decoding stops as soon as every row has produced <eos>.
     """
-    was_training = model.training
-    model.eval()
-    B = src.shape[0]
-    state = model.encode(src)
-    token = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
-    out = []
-    for _ in range(max_len):
-        logits, state = model.decode(token, state)  # (B, 1, V)
-        nxt = logits[:, -1].argmax(dim=-1)  # (B,)
-        nxt = nxt.masked_fill(finished, PAD_ID)
-        out.append(nxt)
-        finished |= nxt == EOS_ID
-        token = nxt.unsqueeze(1)  # (B, 1)
-        if bool(finished.all()):
-            break
-    model.train(was_training)
+    with eval_mode(model):
+        B = src.shape[0]
+        state = model.encode(src)
+        token = torch.full((B, 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
+        finished = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
+        out = []
+        for _ in range(max_len):
+            logits, state = model.decode(token, state)  # (B, 1, V)
+            nxt = logits[:, -1].argmax(dim=-1)  # (B,)
+            nxt = nxt.masked_fill(finished, PAD_ID)
+            out.append(nxt)
+            finished |= nxt == EOS_ID
+            token = nxt.unsqueeze(1)  # (B, 1)
+            if bool(finished.all()):
+                break
     if not out:
         return torch.zeros(B, 0, dtype=torch.long, device=src.device)
     return torch.stack(out, dim=1)  # (B, L)

@@ -32,8 +32,8 @@ from course_lib.decoding import beam_search
 from course_lib.kv_cache import CachedMultiHeadAttention, KVCache
 from course_lib.params import transformer_param_count
 from course_lib.positional import make_positional
-
-PAD_ID, BOS_ID, EOS_ID = 0, 1, 2  # the ids of course_lib.text (spec §3)
+from course_lib.text import BOS_ID, EOS_ID, PAD_ID
+from course_lib.train import eval_mode
 
 
 @dataclass
@@ -60,9 +60,10 @@ class TransformerConfig:
 
 # Pre-LN everywhere: it tolerates the high peak learning rates that short runs need. The laptop model
 # trains without dropout: a CPU run sees each sentence about once (nothing to overfit), and drawing
-# the dropout masks costs a CPU as much time as all the matrix products. It has 2+2 layers: on 2 idle CPU
-# cores, with the laptop recipe, 2+2 layers reached 98.6 BLEU (300 test sentences) after 2.3 minutes of
-# training and 3+3 layers 97.3 after 2.9, the notebook's 6-minute budget leaving no room for more. The gpu row is the paper's base model.
+# the dropout masks costs a CPU as much time as all the matrix products. It has 2+2 layers: within the
+# notebook's time budget on 2 CPU cores, 3+3 layers trained more slowly and scored lower; the laptop run's
+# measured BLEU and minutes are benchmarks/README.md's (benchmarks/transformer.py). The gpu row is the
+# paper's base model (Vaswani et al. 2017, table 3).
 TRANSFORMER_PRESETS: dict[str, TransformerConfig] = {
     "smoke": TransformerConfig(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0),
     "laptop": TransformerConfig(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0),
@@ -244,18 +245,16 @@ class Transformer(nn.Module):
         groups = {"encoder": [l.self_attn for l in self.encoder_layers],
                   "decoder_self": [l.self_attn for l in self.decoder_layers],
                   "decoder_cross": [l.cross_attn for l in self.decoder_layers]}
-        was_training = self.training
-        self.eval()
         for modules in groups.values():
             for m in modules:
                 m.keep_weights = True
         try:
-            self(src, tgt_in)
+            with eval_mode(self):
+                self(src, tgt_in)
         finally:
             for modules in groups.values():
                 for m in modules:
                     m.keep_weights = False
-            self.train(was_training)
         return {name: [m.__dict__.pop("last_weights") for m in modules] for name, modules in groups.items()}
 
 
@@ -289,18 +288,16 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int, use_cache: 
     """
     if use_cache:
         return beam_search(model, src, max_len, beam_size=1)
-    was_training = model.training
-    model.eval()
-    memory, src_mask = model.encode(src), padding_mask(src)
-    ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
-    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
-    for _ in range(max_len):
-        nxt = model.decode(ys, memory, src_mask)[:, -1].argmax(-1).masked_fill(finished, PAD_ID)  # (B,)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)  # (B, t + 1)
-        finished |= nxt == EOS_ID
-        if bool(finished.all()):
-            break
-    model.train(was_training)
+    with eval_mode(model):
+        memory, src_mask = model.encode(src), padding_mask(src)
+        ys = torch.full((src.shape[0], 1), BOS_ID, dtype=torch.long, device=src.device)  # (B, 1)
+        finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
+        for _ in range(max_len):
+            nxt = model.decode(ys, memory, src_mask)[:, -1].argmax(-1).masked_fill(finished, PAD_ID)  # (B,)
+            ys = torch.cat([ys, nxt[:, None]], dim=1)  # (B, t + 1)
+            finished |= nxt == EOS_ID
+            if bool(finished.all()):
+                break
     return ys[:, 1:]  # (B, L)
 
 

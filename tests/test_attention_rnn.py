@@ -7,7 +7,8 @@ from torch.testing import assert_close
 
 from course_lib import seed_everything
 from course_lib.attention_rnn import ATTENTION_RNN_PRESETS, AttentionRNNConfig, Seq2SeqAttentionRNN
-from course_lib.rnn import BOS_ID, EOS_ID, PAD_ID, greedy_decode
+from course_lib.rnn import greedy_decode
+from course_lib.text import BOS_ID, EOS_ID, PAD_ID
 
 
 def _model(seed=0, **sizes):

@@ -6,7 +6,7 @@ from course_lib import capstone, recipes, rnn
 from course_lib.capstone import COURSE_MODELS, load_or_retrain, unavailable
 from course_lib.data import translation_pairs
 from course_lib.text import TranslationData
-from course_lib.train import runs_dir, save_checkpoint
+from course_lib.checkpoints import runs_dir, save_checkpoint
 
 RNN = COURSE_MODELS[0]
 TINY = dict(n_train=300, steps=2, max_minutes=0.5)  # a quick retrain's overrides of the recipe

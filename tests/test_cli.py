@@ -8,7 +8,7 @@ import pytest
 
 from course_lib.instructor.cli import main
 
-from .toy_course import make_toy_course
+from .toy_course import cell, make_toy_course, toy_notebook
 
 
 @pytest.fixture
@@ -108,6 +108,34 @@ def test_build_prints_the_table(course, capsys):
     assert (course / "build" / "executed" / "toy" / "toy.ipynb").is_file()
 
 
+def _add_assignment(course, name, extra_cell, position):
+    notebook = toy_notebook()
+    notebook.cells.insert(position, extra_cell)
+    path = course / "solutions" / name / f"{name}.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(notebook, path)
+
+
+@pytest.mark.notebook
+def test_build_reports_a_notebook_that_times_out_or_fails_and_goes_on(course, capsys):
+    """A slow machine: one notebook passes the cell limit, another raises; each is its own row, the
+    other assignment is still built, and the build exits non-zero at the end."""
+    # Sleeps only when executed by `course build` (nbgrader's validation of the release sets NBGRADER_EXECUTION).
+    sleep = cell("code", "import os, time\nif not os.environ.get('NBGRADER_EXECUTION'):\n    time.sleep(120)", "sleep")
+    _add_assignment(course, "a_slow", sleep, position=1)  # cell 2, before anything imports torch
+    _add_assignment(course, "b_broken", cell("code", "1 / 0", "broken"), position=4)  # cell 5, after the test
+    assert main(["build", "--profile", "smoke", "--cell-timeout", "5"]) == 1
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["a_slow"], ["b_broken"], ["toy"])
+            and "  " in line}
+    assert "timed out in cell 2 after 5 s" in rows["a_slow"]
+    assert "failed in cell 5: ZeroDivisionError: division by zero" in rows["b_broken"]
+    assert rows["toy"].split()[1:3] == ["1/1", "1/1"] and "score 42.0" in rows["toy"]
+    assert "--cell-timeout" in out  # says what to do about it
+    executed = course / "build" / "executed"
+    assert (executed / "toy" / "toy.ipynb").is_file() and not (executed / "a_slow").exists()
+
+
 @pytest.mark.notebook
 def test_a_course_lib_beside_the_notebook_never_shadows_the_installed_one(course):
     from course_lib.instructor.execute import validate
@@ -119,6 +147,7 @@ def test_a_course_lib_beside_the_notebook_never_shadows_the_installed_one(course
     assert result.passed == ["test_double"] and not result.failed
 
 
+@pytest.mark.notebook  # the autograder executes the toy notebooks
 def test_sample_grades_the_solution_full_and_the_release_zero(course, capsys):
     """`course sample` in build/sample/, leaving the course's own gradebook and submissions alone."""
     assert main(["release"]) == 0
@@ -130,6 +159,7 @@ def test_sample_grades_the_solution_full_and_the_release_zero(course, capsys):
     assert (course / "build" / "sample" / "gradebook.db").is_file()
 
 
+@pytest.mark.notebook  # the autograder executes the toy notebooks
 def test_sample_says_which_grade_is_wrong(course, capsys):
     """A release that still holds the solution gets full marks where it must get none."""
     assert main(["release"]) == 0

@@ -194,9 +194,9 @@ _ARTICLE = {"le": "m", "la": "f", "un": "m", "une": "f", "ce": "m", "cet": "m", 
 def test_corpus_articles_agree_and_forms_are_reduced():
     gender = {}
     for n in grammar.NOUNS:
-        for sg, _, g in n["fr"]:
+        for sg, _, g in n.fr:
             gender[sg] = g
-    adjectives = {f for a in grammar.ADJECTIVES for forms in a["fr"] for f in forms}
+    adjectives = {f for a in grammar.ADJECTIVES for forms in a.fr for f in forms}
     bad = re.compile(r"(^| )(à les? |de les? |de des |(le|la|ne|que|de|je|ce|ma) [aeiouéèêhœîô])")
     pairs = data.translation_pairs("test") + data.translation_pairs("test_long", n=300)
     refs = [r for rs in data.reference_sets("test", n=600) for r in rs]
@@ -225,7 +225,7 @@ def test_vocabulary_is_modest():
 
 def test_lexicon_lookup_is_unambiguous():
     for table in (grammar.NOUNS, grammar.ADJECTIVES):
-        words = [e["en"] if isinstance(e["en"], str) else e["en"][0] for e in table]
+        words = [e.en if isinstance(e.en, str) else e.en[0] for e in table]
         assert len(words) == len(set(words))
 
 

@@ -136,3 +136,69 @@ def test_translate_with_beam_search():
     beam1 = translate(functools.partial(beam_search, beam_size=1), model, sources, src_vocab, tgt_vocab, max_len=8)
     beam4 = translate(functools.partial(beam_search, beam_size=4), model, sources, src_vocab, tgt_vocab, max_len=8)
     assert greedy == beam1 and len(beam4) == 3
+
+
+class Interrupted(Exception):
+    """Stands for a KeyboardInterrupt (the stop button) in the middle of decoding."""
+
+
+def _failing_decode(model, calls_before_failing=2):
+    """Make ``model.decode`` raise ``Interrupted`` on its call number ``calls_before_failing + 1``."""
+    decode, calls = model.decode, itertools.count()
+
+    def flaky(*args, **kwargs):
+        if next(calls) == calls_before_failing:
+            raise Interrupted
+        return decode(*args, **kwargs)
+
+    model.decode = flaky
+    return model
+
+
+def _rnn_model_and_src():
+    from course_lib.rnn import Seq2SeqConfig, Seq2SeqRNN
+
+    seed_everything(0)
+    model = Seq2SeqRNN(Seq2SeqConfig(13, 17, d_emb=8, d_hidden=12, dropout=0.1))
+    return model, torch.randint(4, 13, (3, 5))
+
+
+@pytest.mark.parametrize("decoder", ["transformer greedy", "transformer greedy (no cache)", "beam search",
+                                     "rnn greedy", "translate"])
+@pytest.mark.parametrize("was_training", [True, False])
+def test_an_exception_while_decoding_leaves_the_model_in_its_previous_mode(decoder, was_training):
+    """A decode stopped halfway must not leave the model in eval mode: the next training cell would
+    then train without dropout."""
+    from course_lib import rnn
+
+    if decoder == "rnn greedy":
+        model, src = _rnn_model_and_src()
+        run = functools.partial(rnn.greedy_decode, max_len=8)
+    else:
+        model, src = model_and_src()
+        run = {"transformer greedy": functools.partial(greedy_decode, max_len=8),
+               "transformer greedy (no cache)": functools.partial(greedy_decode, max_len=8, use_cache=False),
+               "beam search": functools.partial(beam_search, max_len=8, beam_size=3)}.get(decoder)
+    if decoder == "translate":
+        vocab = Vocab.build([["a", "b", "c"]])
+        run = lambda m, s: translate(functools.partial(greedy_decode, use_cache=False), m, ["a b", "c"],  # noqa: E731
+                                     vocab, vocab, max_len=8)
+    model.train(was_training)
+    _failing_decode(model)
+    with pytest.raises(Interrupted):
+        run(model, src)
+    assert model.training is was_training
+    assert all(m.training is was_training for m in model.modules())
+
+
+def test_eval_mode_restores_the_mode_it_found():
+    from course_lib.train import eval_mode
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5)).train()
+    with eval_mode(model) as inside:
+        assert inside is model and not model.training and not model[1].training
+    assert model.training and model[1].training
+    model.eval()
+    with eval_mode(model):
+        pass
+    assert not model.training

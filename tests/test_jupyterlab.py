@@ -27,7 +27,7 @@ ASSIGNMENT = "01_rnn_baselines"
 RELEASE = ROOT / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 SCREENSHOTS = ROOT / "build" / "jupyterlab"
 
-pytestmark = [pytest.mark.notebook, pytest.mark.xdist_group("jupyterlab")]
+pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
 
 
 @contextlib.contextmanager

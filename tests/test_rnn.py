@@ -9,8 +9,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib import seed_everything
-from course_lib.rnn import (EOS_ID, PAD_ID, SEQ2SEQ_PRESETS, ElmanRNNLM, Seq2SeqConfig, Seq2SeqRNN,
-                            greedy_decode, perplexity, rnn_cell_step, rnn_forward)
+from course_lib.rnn import (SEQ2SEQ_PRESETS, ElmanRNNLM, Seq2SeqConfig, Seq2SeqRNN, greedy_decode, perplexity,
+                            rnn_cell_step, rnn_forward)
+from course_lib.text import EOS_ID, PAD_ID
 
 
 def _copied_rnn(d_in: int, d_h: int):

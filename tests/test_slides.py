@@ -26,7 +26,7 @@ from course_lib.instructor.slides import (copy_assets, executed, print_pdf, rend
 
 from . import browser
 from .conftest import ROOT, ASSIGNMENTS
-from .toy_course import _cell, make_toy_course, toy_notebook
+from .toy_course import cell, make_toy_course, toy_notebook
 
 SCREENSHOTS = ROOT / "build" / "slides" / "screenshots"
 MATHS = r"$$\mathrm{softmax}(z)_i = \frac{e^{z_i}}{\sum_j e^{z_j}}$$"
@@ -43,16 +43,16 @@ def lecture_notebook() -> nbformat.NotebookNode:
     notebook = toy_notebook()
     intro, imports, solution, test, results = notebook.cells
     notebook.cells = [
-        _cell("code", "%matplotlib inline\nimport matplotlib.pyplot as plt", "setup", slide="skip"),
+        cell("code", "%matplotlib inline\nimport matplotlib.pyplot as plt", "setup", slide="skip"),
         intro,  # slide 1
-        _cell("markdown", f"## The softmax\n\n{MATHS}\n\nInline too: $\\sum_i p_i = 1$.", "maths",
+        cell("markdown", f"## The softmax\n\n{MATHS}\n\nInline too: $\\sum_i p_i = 1$.", "maths",
               slide="subslide"),  # slide 2
-        _cell("markdown", "Say where the exponentials come from.", "notes", slide="notes"),
-        _cell("code", "plt.plot([1, 3, 2]); plt.title('a figure'); plt.show()", "plot", slide="fragment"),
-        _cell("code", "print('helper output only')  # hidden input", "hidden", slide="-"),
-        _cell("markdown", "## Exercise: `double`", "exercise", slide="slide"),  # slide 3
+        cell("markdown", "Say where the exponentials come from.", "notes", slide="notes"),
+        cell("code", "plt.plot([1, 3, 2]); plt.title('a figure'); plt.show()", "plot", slide="fragment"),
+        cell("code", "print('helper output only')  # hidden input", "hidden", slide="-"),
+        cell("markdown", "## Exercise: `double`", "exercise", slide="slide"),  # slide 3
         imports, solution, test, results,
-        _cell("markdown", f"## Takeaway\n\nTwice $x$ is $2x$.\n\n{TALL_MATHS}", "takeaway", slide="subslide"),  # slide 4
+        cell("markdown", f"## Takeaway\n\nTwice $x$ is $2x$.\n\n{TALL_MATHS}", "takeaway", slide="subslide"),  # slide 4
     ]
     notebook.cells[5].metadata["tags"] = ["remove-input"]  # a slide shows only this cell's output
     return notebook
@@ -358,6 +358,7 @@ def toy_decks(tmp_path_factory):
 
 
 @pytest.mark.notebook
+@pytest.mark.browser
 @pytest.mark.xdist_group("browser")
 def test_course_slides_writes_a_deck_a_handout_and_the_index(toy_decks):
     out = toy_decks / "build" / "slides"
@@ -375,6 +376,7 @@ def test_course_slides_writes_a_deck_a_handout_and_the_index(toy_decks):
 
 
 @pytest.mark.notebook
+@pytest.mark.browser
 @pytest.mark.xdist_group("browser")
 @pytest.mark.parametrize("via", ["file", "http"])
 def test_the_toy_deck_works_offline_in_chromium(toy_decks, driver, via):
@@ -389,6 +391,7 @@ def test_the_toy_deck_works_offline_in_chromium(toy_decks, driver, via):
 
 
 @pytest.mark.notebook
+@pytest.mark.browser
 @pytest.mark.xdist_group("browser")
 @pytest.mark.skipif(not ASSIGNMENTS, reason="the course has no assignment yet")
 def test_a_real_lecture_deck_in_the_smoke_profile(tmp_path_factory, driver):
@@ -408,6 +411,7 @@ def test_a_real_lecture_deck_in_the_smoke_profile(tmp_path_factory, driver):
     assert deck["images"] >= 1 and deck["jax"] >= 1
 
 
+@pytest.mark.browser
 @pytest.mark.xdist_group("browser")
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
 def test_every_lecture_typesets_and_lays_out_without_running(assignment, tmp_path_factory, driver):

@@ -1,4 +1,5 @@
 import json
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -6,8 +7,16 @@ from torch import nn
 
 from course_lib import seed_everything
 from course_lib.text import Vocab
-from course_lib.train import (CheckpointError, History, TrainConfig, linear_warmup, load_checkpoint,
-                              pick_device, read_results, record_results, runs_dir, save_checkpoint, train)
+from course_lib.checkpoints import (CheckpointError, load_checkpoint, read_results, record_results, runs_dir,
+                                    save_checkpoint)
+from course_lib.train import History, linear_warmup, pick_device, train
+
+
+@dataclass
+class RunConfig:
+    """A dataclass config, as the notebooks pass to save_checkpoint."""
+
+    steps: int = 0
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +105,7 @@ def make_checkpoint(tmp_path):
     seed_everything(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
     vocab = Vocab.build([["a", "b"]])
-    path = save_checkpoint(tmp_path / "sub" / "model.pt", model, config=TrainConfig(steps=5),
+    path = save_checkpoint(tmp_path / "sub" / "model.pt", model, config=RunConfig(steps=5),
                            vocabs={"src": vocab}, extra={"bleu": 12.5})
     return model, vocab, path
 
@@ -177,3 +186,13 @@ def test_record_results_merges(tmp_path):
     assert results["profile"] == "smoke" and "timestamp" in results and "device" in results
     assert list(json.loads(path.read_text())) == sorted(results)
     assert read_results("never_ran") is None
+
+
+def test_the_training_loop_imports_no_recipe():
+    """train → distributed → recipes → train was a cycle: the loop imports neither recipes nor checkpoints."""
+    import subprocess
+    import sys
+
+    code = "import sys, course_lib.train; print(' '.join(m for m in sys.modules if m.startswith('course_lib')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert sorted(loaded) == ["course_lib", "course_lib.train"]

@@ -12,7 +12,7 @@ from course_lib import recipes
 from course_lib.distributed import MODELS, Shard
 from course_lib.instructor.cli import main as course
 from course_lib.text import BucketedBatches, TranslationData
-from course_lib.train import load_checkpoint, read_results, runs_dir
+from course_lib.checkpoints import load_checkpoint, read_results, runs_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,11 +88,11 @@ def test_shards_split_each_epoch_between_processes():
 
 
 def test_torchrun_ddp_two_cpu_processes(tmp_path):
-    """torchrun -m course_lib.train: both ranks train on their own batches, and their weights stay equal."""
+    """torchrun -m course_lib.distributed: both ranks train on their own batches, and their weights stay equal."""
     report = tmp_path / "sync"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "COURSE_RUNS_DIR": str(tmp_path / "runs"), "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-               "-m", "course_lib.train", "--model", "transformer", "--profile", "smoke", "--steps", "4",
+               "-m", "course_lib.distributed", "--model", "transformer", "--profile", "smoke", "--steps", "4",
                "--n-train", "300", "--no-eval", "--no-progress", "--sync-report", str(report)]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

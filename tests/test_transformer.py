@@ -9,12 +9,12 @@ from torch import nn
 from course_lib import seed_everything
 from course_lib.attention import MultiHeadAttention, causal_mask, padding_mask
 from course_lib.kv_cache import CachedMultiHeadAttention
-from course_lib.params import (LLAMA_TABLE, decoder_only_param_count, gpt_param_count, llama_param_count,
-                               matmul_params, peak_flops, training_flops)
+from course_lib.params import LLAMA_TABLE, decoder_only_param_count, gpt_param_count, llama_param_count
 from course_lib.transformer import (TRANSFORMER_PRESETS, DecoderLayer, EncoderLayer, PositionwiseFeedForward,
                                     Transformer, TransformerConfig, label_smoothed_cross_entropy, noam_lr,
                                     transformer_param_count)
 
+from benchmarks.flops import matmul_params, peak_flops, training_flops
 from benchmarks.transformer import TorchTransformer
 
 
@@ -209,7 +209,7 @@ def test_noam_lr():
 
 
 def test_gpt_formula_is_a_gpt2_block_stack_without_position_embeddings():
-    """Seed 001's formula against a GPT-2-shaped model built from torch's own modules."""
+    """nanoGPT's formula against a GPT-2-shaped model built from torch's own modules."""
     V, T, d, L = 50, 16, 32, 3
     block = nn.TransformerEncoderLayer(d, 4, 4 * d, activation="gelu", batch_first=True, norm_first=True)
     gpt = nn.ModuleDict(dict(wte=nn.Embedding(V, d), wpe=nn.Embedding(T, d),

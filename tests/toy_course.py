@@ -9,7 +9,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _cell(kind: str, source: str, cell_id: str, nbgrader: dict | None = None, slide: str = "-"):
+def cell(kind: str, source: str, cell_id: str, nbgrader: dict | None = None, slide: str = "-"):
     make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
     cell = make(source, metadata={"slideshow": {"slide_type": slide}})
     if nbgrader:
@@ -18,20 +18,23 @@ def _cell(kind: str, source: str, cell_id: str, nbgrader: dict | None = None, sl
     return cell
 
 
+_cell = cell  # the name tests/submissions/toy.py imports
+
+
 def toy_notebook() -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
     notebook.cells = [
-        _cell("markdown", "# Toy assignment", "intro", slide="slide"),
-        _cell("code", "import course_lib\nfrom course_lib.grading import check_close",
+        cell("markdown", "# Toy assignment", "intro", slide="slide"),
+        cell("code", "import course_lib\nfrom course_lib.grading import check_close",
               "imports", {"grade": False, "solution": False, "locked": True, "grade_id": "imports"}),
-        _cell("code", 'def double(x):\n    """Twice x."""\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION',
+        cell("code", 'def double(x):\n    """Twice x."""\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION',
               "solution", {"grade": False, "solution": True, "locked": False, "grade_id": "double"}),
-        _cell("code", 'check_close("double", double(3.0), 6.0)\n### BEGIN HIDDEN TESTS\n'
+        cell("code", 'check_close("double", double(3.0), 6.0)\n### BEGIN HIDDEN TESTS\n'
                       'check_close("double", double(-1.5), -3.0)\n### END HIDDEN TESTS',
               "test", {"grade": True, "solution": False, "locked": True, "points": 1, "grade_id": "test_double"},
               slide="skip"),
-        _cell("code", "from course_lib.train import record_results\n"
+        cell("code", "from course_lib.checkpoints import record_results\n"
                       'record_results("toy", {"headline": {"name": "score", "value": 42.0}})',
               "results", slide="skip"),
     ]

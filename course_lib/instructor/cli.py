@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import PROFILES
 from .course import CourseError, assignments, find_root
 
 
@@ -21,17 +22,22 @@ def _parser() -> argparse.ArgumentParser:
 
     build = steps.add_parser("build", help="release, execute every solution in a profile, print the table")
     build.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
-    build.add_argument("--profile", choices=("smoke", "laptop", "gpu"),
+    build.add_argument("--profile", choices=PROFILES,
                        help="default: course_lib.profile() (laptop without CUDA, gpu with it)")
+    build.add_argument("--cell-timeout", type=float, default=900, metavar="S",
+                       help="seconds one cell may run before its notebook is stopped and reported (default: 900); "
+                            "on a slow machine give more, or use --profile smoke")
 
     slides = steps.add_parser("slides", help="the solutions as offline reveal.js lecture decks plus an index")
     slides.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     slides.add_argument("--out", default="build/slides",
                         help="output folder, relative to the course (default: build/slides)")
-    slides.add_argument("--profile", choices=("smoke", "laptop", "gpu"),
+    slides.add_argument("--profile", choices=PROFILES,
                         help="profile to execute in, unless build/executed/ holds a fresh copy from it "
                              "(default: course_lib.profile())")
     slides.add_argument("--pdf", action="store_true", help="also print each deck to PDF with headless Chromium")
+    slides.add_argument("--cell-timeout", type=float, default=900, metavar="S",
+                        help="seconds one cell may run when a notebook must be executed (default: 900)")
     _grading_steps(steps)
     from .train_cmd import add_parser as add_train_parser
 
@@ -73,11 +79,11 @@ def main(argv: list[str] | None = None) -> int:
             from .slides import slides
 
             return 0 if slides(root, selected, arguments.profile or profile(), root / arguments.out,
-                               pdf=arguments.pdf) else 1
+                               pdf=arguments.pdf, cell_timeout=arguments.cell_timeout) else 1
         from .. import profile
         from .build import build
 
-        return 0 if build(root, selected, arguments.profile or profile()) else 1
+        return 0 if build(root, selected, arguments.profile or profile(), cell_timeout=arguments.cell_timeout) else 1
     except CourseError as error:
         print(f"course: error: {error}", file=sys.stderr)
         return 2

@@ -74,19 +74,37 @@ class Execution:
     seconds: float
     graded_failures: dict[str, str]  # grade_id -> error name and message
     other_errors: list[str]  # errors outside graded cells, first line each
+    stopped: str = ""  # why execution stopped before the last cell ("timed out in cell N after S s"), else ""
+    first_failure: str = ""  # "failed in cell N: error" for the first cell outside the graded ones that raised
 
 
-def execute(notebook_path: Path, *, profile: str, runs_dir: Path | None = None, cell_timeout: int = 900) -> Execution:
-    """Execute a notebook top to bottom in ``profile``, continuing past errors to report them all."""
+def execute(notebook_path: Path, *, profile: str, runs_dir: Path | None = None, cell_timeout: float = 900) -> Execution:
+    """Execute a notebook top to bottom in ``profile``, continuing past errors to report them all.
+
+    A cell that runs longer than ``cell_timeout`` seconds, or a kernel that dies, stops the notebook
+    (``Execution.stopped`` says where) instead of raising: the caller goes on with the next one.
+    Cells are numbered from 1 in notebook order, markdown included, as in the notebook's file.
+    """
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
     notebook = read_notebook(notebook_path)
     client = NotebookClient(notebook, timeout=cell_timeout, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(notebook_path.parent)}})
+    current = {"index": 0}
+    client.on_cell_start = lambda cell, cell_index, **_: current.update(index=cell_index)
     started = time.perf_counter()
+    stopped = ""
     with profile_environment(profile, runs_dir):
-        client.execute()
+        try:
+            client.execute()
+        except CellTimeoutError:
+            stopped = f"timed out in cell {current['index'] + 1} after {cell_timeout:g} s"
+        except DeadKernelError as e:
+            why = _first_line(str(e)) or "DeadKernelError"
+            stopped = f"failed in cell {current['index'] + 1}: the kernel died ({why})"
     seconds = time.perf_counter() - started
-    graded_failures, other_errors = {}, []
-    for cell in notebook.cells:
+    graded_failures, other_errors, first_failure = {}, [], ""
+    for index, cell in enumerate(notebook.cells):
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if not errors:
             continue
@@ -94,5 +112,10 @@ def execute(notebook_path: Path, *, profile: str, runs_dir: Path | None = None, 
         if nbgrader_meta(cell).get("grade"):
             graded_failures[nbgrader_meta(cell)["grade_id"]] = message
         else:
-            other_errors.append(message.splitlines()[0] if message else "error")
-    return Execution(notebook, seconds, graded_failures, other_errors)
+            other_errors.append(_first_line(message) or "error")
+            first_failure = first_failure or f"failed in cell {index + 1}: {other_errors[-1]}"
+    return Execution(notebook, seconds, graded_failures, other_errors, stopped, first_failure)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""

@@ -184,8 +184,9 @@ def render(notebook: NotebookNode, name: str) -> str:
     return text
 
 
-def executed(root: Path, assignment: Assignment, profile: str, out: TextIO) -> tuple[NotebookNode, list[str]]:
-    """The solution executed in ``profile``, and the first line of each error a cell raised.
+def executed(root: Path, assignment: Assignment, profile: str, out: TextIO,
+             cell_timeout: float = 900) -> tuple[NotebookNode, list[str]]:
+    """The solution executed in ``profile``, and what went wrong (the first line of each error a cell raised).
 
     ``course build`` and this step share ``build/executed/<id>/<id>.ipynb``; a copy is reused
     when it is newer than the source and its ``metadata.course.profile`` is ``profile``.
@@ -199,7 +200,10 @@ def executed(root: Path, assignment: Assignment, profile: str, out: TextIO) -> t
             print(f"{assignment.id}: reusing {cached.relative_to(root)}", file=out)
             return notebook, cell_errors(notebook)
     print(f"{assignment.id}: executing the solution in the {profile} profile …", file=out, flush=True)
-    notebook = execute(assignment.source, profile=profile).notebook
+    run = execute(assignment.source, profile=profile, cell_timeout=cell_timeout)
+    notebook = run.notebook
+    if run.stopped:  # the deck shows what ran; the half-run copy is not kept for reuse
+        return notebook, cell_errors(notebook) + [f"{run.stopped}: the deck stops there"]
     notebook.metadata["course"] = {"profile": profile}
     write_if_changed(cached, dumps(notebook))
     return notebook, cell_errors(notebook)
@@ -211,15 +215,8 @@ def cell_errors(notebook: NotebookNode) -> list[str]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 where = nbgrader_meta(cell).get("grade_id") or f"cell {cell.get('id', '?')}"
-                errors.append(f"{where}: {output['ename']}: {output['evalue']}".splitlines()[0])
+                errors.append(f"a cell raised {where}: {output['ename']}: {output['evalue']}".splitlines()[0])
     return errors
-
-
-# True once reveal.js has laid the deck out and MathJax has typeset everything queued so far.
-DECK_READY = """new Promise(done => {
-  if (!document.querySelector('.reveal.ready') || !(window.MathJax && MathJax.isReady)) return done(false);
-  MathJax.Hub.Queue(() => done(true));
-})"""
 
 
 # Printing races two scripts. reveal.js lays out the print pages on window load, measuring slides
@@ -292,7 +289,7 @@ def write_index(out: Path, decks: list[tuple[str, str, int]]) -> Path:
 
 
 def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, *, pdf: bool = False,
-           out: TextIO | None = None) -> bool:
+           out: TextIO | None = None, cell_timeout: float = 900) -> bool:
     """Render a deck per assignment (PDFs too with ``pdf``) and the index; False if a cell raised."""
     out = out or sys.stdout
     vendor = vendor_dir(root)
@@ -304,9 +301,9 @@ def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, 
     copy_assets(vendor, out_dir)
     ok = True
     for assignment in selected:
-        notebook, errors = executed(root, assignment, profile, out)
+        notebook, errors = executed(root, assignment, profile, out, cell_timeout)
         for error in errors:
-            print(f"{assignment.id}: a cell raised {error}", file=out)
+            print(f"{assignment.id}: {error}", file=out)
         ok &= not errors
         deck = out_dir / f"{assignment.id}.slides.html"
         publish(deck, render(notebook, assignment.id))

@@ -6,7 +6,7 @@
 Builds the model from the profile's preset, trains it with the recipe of its notebook
 (``course_lib.recipes``) behind a progress bar, scores it with BLEU on test and test_long, and
 writes the checkpoint and results.json under ``runs/<assignment>/``, where notebook 06 looks for
-them. For several GPUs, run the same options under ``torchrun -m course_lib.train`` (DDP).
+them. For several GPUs, run the same options under ``torchrun -m course_lib.distributed`` (DDP).
 """
 from __future__ import annotations
 
