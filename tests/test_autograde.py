@@ -28,7 +28,7 @@ from course_lib.instructor.plain import compare, plain
 from course_lib.instructor.sandbox import Limits, Sandbox
 from course_lib.instructor.submission import source_cells
 
-from .submissions.catalogue import CANARY, CATALOGUE, MARKER
+from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
 from .submissions.toy import ANSWERS, ASSIGNMENT, POINTS, make_course
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +43,7 @@ def batch_test(test):
 
 # Small enough that the resource fixtures cost seconds and stay safe on a shared 2-core machine.
 LIMITS = Limits(cell_s=15, wall_s=180, memory_bytes=4 << 30, processes=64, file_bytes=16 << 20,
-                output_bytes=4 << 20, scratch_bytes=256 << 20)
+                output_bytes=4 << 20, scratch_bytes=256 << 20, outbox_bytes=64 << 20)
 REVIEWED, ABSENT = "zz_reviewed", "zz_absent"
 
 
@@ -56,12 +56,39 @@ def canary_student(index: int, fixture) -> str:
 
 
 def _submit(root: Path, student: str, fixture) -> None:
+    """The fixture's files in ``submitted/<student>/<assignment>/``: bytes, or a Link, a Fifo or a
+    Sparse file (catalogue.py); a Link named FOLDER is the submission folder itself."""
     folder = root / "submitted" / student / ASSIGNMENT
+    built = fixture.build(root)
+    if FOLDER in built:
+        folder.parent.mkdir(parents=True)
+        folder.symlink_to(root / built[FOLDER].target)
+        return
     folder.mkdir(parents=True)
-    for name, data in fixture.build(root).items():
-        (folder / name).write_bytes(data)
+    for name, data in built.items():
+        path = folder / name
+        if isinstance(data, Link):
+            path.symlink_to(root / data.target)
+        elif isinstance(data, Fifo):
+            os.mkfifo(path)
+        elif isinstance(data, Sparse):
+            with open(path, "wb") as stream:
+                stream.truncate(data.size)
+        else:
+            path.write_bytes(data)
     if not (folder / "timestamp.txt").exists():
         (folder / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
+
+
+def _ordinary_files(folder: str, names: list[str]) -> list[str]:
+    """copytree's ``ignore``: the hostile fixtures' links, FIFOs and sparse giants stay behind."""
+    left = []
+    for name in names:
+        path = os.path.join(folder, name)
+        if os.path.islink(path) or not (os.path.isdir(path) or os.path.isfile(path)) or \
+                (os.path.isfile(path) and os.path.getsize(path) > 64 << 20):
+            left.append(name)
+    return left
 
 
 def _grades(url: str, student: str) -> dict:
@@ -202,9 +229,19 @@ def test_grades_keep_every_status_apart(batch, tmp_path):
     assert (rows[number["blank"]]["status"], rows[number["blank"]]["score"]) == (GRADED, "0")
     assert rows[number["invalid_json"]]["status"].startswith(f"{FAILED} (") and rows[number["invalid_json"]]["score"] == ""
     assert "not valid JSON" in rows[number["invalid_json"]]["status"]
-    assert rows[number["input_transformer"]]["status"].startswith(f"{REVIEW} (")
+    assert rows[number["sdpa_alias"]]["status"].startswith(f"{REVIEW} (")
     assert rows[ABSENT]["status"] == "not submitted" and rows[ABSENT]["score"] == ""
     assert rows[REVIEWED]["score"] == "6.5"  # 8 with the grader's 0.5 instead of 2 for softmax
+    # Every student has a complete row, however hostile the text in their record.
+    assert set(rows) == set(batch.results) | {ABSENT}
+    for row in rows.values():
+        assert None not in row and all(value is not None for value in row.values()), row
+        for value in row.values():
+            assert not value.startswith(("=", "+", "-", "@")) and "\ud800" not in value, row
+    hostile = rows[number["hostile_text"]]
+    assert hostile["status"].startswith(f"{REVIEW} (") and "\ufffd" in hostile["status"]
+    assert "=cmd|" in hostile["why"] and not hostile["why"].startswith("=")
+    assert "is a symbolic link" in rows[number["folder_link"]]["why"]
 
 
 @batch_test
@@ -214,12 +251,14 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
     assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
     pages = {name: (batch.root / "feedback" / number[name] / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
-             for name in ("honest", "unstable_softmax", "invalid_json", "rebound_checks")}
+             for name in ("honest", "unstable_softmax", "invalid_json", "rebound_checks", "hostile_text",
+                          "leak_inbox")}
     assert "8 / 8" in pages["honest"]
     assert "NaN" in pages["unstable_softmax"] and "_softmax_case((2, 3), 1.0, -1, 0)" in pages["unstable_softmax"]
     assert "could not be graded" in pages["invalid_json"]
     for html in pages.values():
         assert "HIDDEN" not in html and "100.0, -1, 1" not in html and "_dropout_case(0.5, 3)" not in html
+        assert "_rnn_case(3, 5, 2, 1)" not in html and "_attention_case(2, 5, 7, 8, 3, 1)" not in html
         assert "<script" not in html and "http://" not in html and "https://" not in html
 
 
@@ -227,7 +266,8 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
 def test_cli_exit_status_says_whether_anything_needs_attention(batch, monkeypatch, capsys, tmp_path):
     from course_lib.instructor.cli import main
 
-    root = shutil.copytree(batch.root, tmp_path / "course")  # regrading here must not disturb the other tests
+    # Regrading here must not disturb the other tests; the hostile fixtures' special files stay behind.
+    root = shutil.copytree(batch.root, tmp_path / "course", ignore=_ordinary_files)
     monkeypatch.chdir(root)
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
     assert main(["autograde", ASSIGNMENT, "--student", number["honest"], "--cell-timeout", "15"]) == 0
@@ -255,7 +295,7 @@ def test_the_unsandboxed_fallback_grades_trusted_notebooks(tmp_path):
     results = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, isolated=False, out=io.StringIO(),
                                                progress=False)}
     assert (results["honest"].status, results["honest"].score) == (GRADED, POINTS)
-    assert (results["wrong"].status, results["wrong"].score) == (REVIEW, wrong.expected.score)
+    assert (results["wrong"].status, results["wrong"].score) == (GRADED, wrong.expected.score)
 
 
 def test_honest_answers_of_the_course_raise_no_lint_finding():

@@ -2,14 +2,17 @@
 
 Per assignment, once (cached under ``build/autograde/``): the solution runs in the sandbox and its
 graded test cells' calls are recorded as probes (:mod:`.probes`), then replayed on the solution to
-keep only the probes that reproduce exactly and do not depend on the random state.
+keep only the probes that reproduce exactly and do not depend on the random state (:mod:`.reference`).
 
 Per student, each in a fresh sandbox (:mod:`.sandbox`), several at a time with ``--jobs``: the
-source notebook runs with the student's answer code (:mod:`.submission`), then the probes replay on
-the student's definitions. A test cell scores its points when it passed in the notebook *and* the
-student's answers on the probes match the solution's, compared here, outside the student's reach.
-A test cell that passed but whose answers differ, or that no probe re-checks while the answer code
-does something only tampering needs (:mod:`.lint`), scores nothing and is flagged for a person.
+source notebook's cells run with the student's answer code but without any test cell, on a
+course_lib whose references of this assignment are stubbed out (:mod:`.redacted`), then the probes
+replay on the student's definitions. Credit is decided here, outside the student's reach: a test
+cell scores its points when the student's answers on every one of its probes match the solution's
+(:func:`.plain.compare`, at the cell's own tolerance). One bug costs one exercise: a cell that fails
+while an exercise it builds on failed too is re-run in a sandbox of its own in which those
+exercises are course_lib's references, as the test cell binds them in the notebook. A cell the
+grader cannot re-check, or an answer that uses what its exercise forbids, goes to a person.
 """
 from __future__ import annotations
 
@@ -26,21 +29,21 @@ from pathlib import Path
 from typing import TextIO
 
 import nbformat
-import torch
 
 from . import gradebook
+from .copies import pasted_references
 from .course import Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
-from .plain import compare
-from .reference import Reference, build_reference, load_result, plan_limits
+from .plain import compare, error_message
+from .redacted import reference_sources
+from .reference import Reference, build_reference, load_result, plan_limits, redacted_for, references_of
 from .runs import Run, run_plan
 from .sandbox import Limits, Sandbox
 from .submission import (Answers, Cell, Unreadable, answers, cell_ids, graded_plan, read_submission,
                          release_stubs, source_cells)
-
-GRADED, REVIEW, FAILED, NOT_SUBMITTED = "graded", "needs manual review", "failed to grade", "not submitted"
-RECORD = "grading.json"
+from .untrusted import Missing, no_links, read_bytes, safe_data, safe_text
+from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW  # noqa: F401 (re-exported)
 
 
 @dataclass
@@ -83,20 +86,27 @@ class Context:
     ids: dict[str, str]
     work: Path
     probe_inputs: Path  # the probes' inputs only (see stage_probe_inputs)
+    course_lib: Path  # course_lib without this assignment's references (see redacted_for)
+    references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}
 
-    def related(self, step: int) -> list[int]:
-        """Steps not worth running once ``step`` broke the process: they would only repeat the failure."""
-        calls, first = self.reference.calls, len(self.cells)
-        replays = {k: first + i for i, k in enumerate(self.reference.replayed())}
-        if step < first:
-            return [s for k, s in replays.items() if calls[k]["cell"] == self.cells[step].grade_id]
-        crashed = next((k for k, s in replays.items() if s == step), None)
-        if crashed is None:
-            return []
-        return [s for k, s in replays.items() if calls[k]["target"] == calls[crashed]["target"]]
+    def probes_of(self, cell: Cell) -> list[int]:
+        return [k for k in self.reference.replayed() if self.reference.calls[k]["cell"] == cell.grade_id]
+
+    def related(self, plan_size: int, replay: list[int]):
+        """Steps not worth running once a step broke the process: the other replays of a function
+        that crashed it would only repeat the failure."""
+        calls = self.reference.calls
+        steps = {plan_size + i: k for i, k in enumerate(replay)}
+
+        def related(step: int) -> list[int]:
+            crashed = steps.get(step)
+            if crashed is None:
+                return []
+            return [s for s, k in steps.items() if calls[k]["target"] == calls[crashed]["target"] and s != step]
+        return related
 
 
 def grade_student(context: Context, student: str, slot: int = 0) -> Result:
@@ -105,15 +115,24 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
     max_score = sum(c.points for c in cells if c.kind == "test")
     result = Result(student, assignment.id, GRADED, None, max_score)
     folder = assignment.root / "submitted" / student / assignment.id
+    try:  # a submission folder that is a link (to solutions/, to a classmate's) is refused, not followed
+        no_links(folder, assignment.root / "submitted")
+    except Missing:
+        result.status = NOT_SUBMITTED
+        return result
+    except Unreadable as error:
+        result.status, result.reasons = FAILED, [f"submitted/{error}"]
+        return result
     if not folder.is_dir():
         result.status = NOT_SUBMITTED
         return result
     notebook = folder / assignment.release.name
-    ignored = sorted(p.name for p in folder.iterdir() if p.name not in (notebook.name, "timestamp.txt"))
+    ignored = sorted(safe_text(p.name, one_line=True) for p in folder.iterdir()
+                     if p.name not in (notebook.name, "timestamp.txt"))
     if ignored:
         result.notes.append(f"only {notebook.name} was graded; ignored: {', '.join(ignored)}")
     try:
-        raw = read_submission(notebook)
+        raw = read_submission(notebook, root=folder)
     except Unreadable as error:
         result.status, result.reasons = FAILED, [str(error)]
         return result
@@ -124,20 +143,23 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
         result.notes.append(f"the notebook asks for kernel {kernel.get('name')!r}; it was graded with Python 3")
     found = answers(raw, cells, context.ids)
     result.notes += found.notes
-    result.reasons += found.flags
+    result.reasons += found.flags + pasted_references(found.code, context.references)
     findings = _lint(context, found)
     result.findings = [str(f) for f in findings]
-    plan = {"mode": "grade", "cells": [c.as_plan() for c in graded_plan(cells, found, context.stubs)],
-            "limits": plan_limits(context.limits), "replay": context.reference.replayed()}
     workdir = context.work / student
-    run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
-                                                    "probes.json": context.reference.folder / "probes.json"},
-                   context.limits, slot, related=context.related)
+    run, replayed = _run(context, found, workdir, slot, context.reference.replayed())
     result.seconds = time.monotonic() - started
     if run.failure:
         result.status, result.reasons = FAILED, result.reasons + [run.failure]
         return _with_log(result, run, workdir)
-    result.checks = _verdicts(context, run, findings)
+    outcomes = {k: got for k, got in replayed.items()}
+    for number, group in enumerate(cascade_groups(context, outcomes), 1):
+        rerun, again = _run(context, found, workdir / f"cascade-{number}", slot,
+                            [k for c in group for k in context.probes_of(c)], bind=True)
+        if not rerun.failure:
+            outcomes.update(again)
+    result.seconds = time.monotonic() - started
+    result.checks = _verdicts(context, outcomes, findings)
     graded_notebook(assignment.source, found, context.stubs, result.checks, workdir / assignment.release.name)
     if run.wall:
         result.reasons.append(f"the whole notebook exceeded its {context.limits.wall_s:g} s time limit")
@@ -145,6 +167,63 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
     result.score = sum(c.score for c in result.checks)
     result.status = REVIEW if result.reasons else GRADED
     return _with_log(result, run, workdir)
+
+
+def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: list[int],
+         bind: bool = False) -> tuple[Run, dict[int, dict]]:
+    """One sandboxed run of the student's notebook (no test cells) replaying ``replay``; each probe's
+    record as the runner wrote it, or the reason it has none. ``bind``: the dependencies each probe's
+    test cell bound to course_lib's references are bound again, and kept in the redacted course_lib."""
+    cells = graded_plan(context.cells, found, context.stubs)
+    keep = {name for k in replay for name in context.reference.calls[k].get("binds", {})} if bind else set()
+    plan = {"mode": "grade", "cells": [c.as_plan() for c in cells], "limits": plan_limits(context.limits),
+            "replay": replay, "bind": bind,
+            "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
+    run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
+                                                    "probes.json": context.reference.folder / "probes.json"},
+                   context.limits, slot, related=context.related(len(cells), replay),
+                   course_lib=redacted_for(context.assignment, context.cells, context.reference.calls, keep)
+                   if keep else context.course_lib)
+    records = {}
+    for i, k in enumerate(replay):
+        event = run.steps.get(len(cells) + i, {})
+        records[k] = load_result(run.outbox / "replay" / f"{k}.pt") if event.get("ok") else \
+            {"error": str(event.get("error") or "not run: the notebook stopped before it")[:500],
+             "by_grader": bool(event.get("skipped"))}
+    return run, records
+
+
+def cascade_groups(context: Context, outcomes: dict[int, dict]) -> list[list[Cell]]:
+    """Test cells to grade again with their dependencies bound to the references: those that failed
+    while a graded name their test binds failed its own test. A group never binds a name that one of
+    its own cells checks, so its sandbox never holds the reference of what it grades."""
+    calls = context.reference.calls
+    failed_names = set()
+    failed_cells = []
+    for cell in (c for c in context.cells if c.kind == "test"):
+        bad = [k for k in context.probes_of(cell) if _mismatch(context, k, outcomes.get(k))]
+        if bad:
+            failed_cells.append((cell, bad))
+            failed_names |= {calls[k]["target"] for k in bad}
+    groups: list[tuple[list[Cell], set[str], set[str]]] = []  # cells, names they check, names they bind
+    for cell, bad in failed_cells:
+        binds = {name for k in context.probes_of(cell) for name in calls[k].get("binds", {})}
+        if not binds & failed_names:
+            continue
+        checks = {calls[k]["target"] for k in context.probes_of(cell)}
+        for members, checked, bound in groups:
+            if not (binds & (checked | checks)) and not (bound & checks):
+                members.append(cell)
+                checked |= checks
+                bound |= binds
+                break
+        else:
+            groups.append(([cell], checks, binds))
+    return [members for members, _, _ in groups]
+
+
+def _mismatch(context: Context, k: int, got: dict | None) -> str | None:
+    return compare(context.reference.expected(k), got, tuple(context.reference.calls[k]["tolerance"]))
 
 
 def _with_log(result: Result, run: Run, workdir: Path) -> Result:
@@ -187,67 +266,45 @@ def _lint(context: Context, found: Answers) -> list[Finding]:
             for f in lint(grade_id, code, forbidden.get(grade_id, set()), protected)]
 
 
-def _verdicts(context: Context, run: Run, findings: list[Finding]) -> list[Check]:
+def _verdicts(context: Context, outcomes: dict[int, dict], findings: list[Finding]) -> list[Check]:
+    """Each test cell's score, from the grader's own comparison of the student's answers on its probes."""
     owner = context.solution_of()
-    tamper = any(f.kind == "tamper" for f in findings)
     reference_use = {f.cell for f in findings if f.kind == "reference"}
-    hidden = hidden_lines(context.cells)
-    first_replay = len(context.cells)
-    replay_step = {k: first_replay + i for i, k in enumerate(context.reference.replayed())}
+    calls = context.reference.calls
     checks = []
-    for step, cell in enumerate(context.cells):
-        if cell.kind != "test":
+    for cell in (c for c in context.cells if c.kind == "test"):
+        probes = context.probes_of(cell)
+        if not probes:
+            checks.append(Check(cell.grade_id, cell.points, 0.0, "review", "the grader cannot re-check this test "
+                                "on its own (its calls depend on randomness or cannot be replayed): a person "
+                                "will score it", False))
             continue
-        event = run.steps.get(step, {"ok": False, "error": "not run: an earlier cell stopped the notebook"})
-        probes = [k for k in context.reference.replayed() if context.reference.calls[k]["cell"] == cell.grade_id]
-        if not event.get("ok"):
-            message = scrub(str(event.get("error") or "failed"), hidden)
-            checks.append(Check(cell.grade_id, cell.points, 0.0, "failed", message, bool(probes)))
-            continue
-        mismatch = None
-        for k in probes:
-            replayed = run.steps.get(replay_step[k], {})
-            got = load_result(run.outbox / "replay" / f"{k}.pt") if replayed.get("ok") \
-                else {"error": replayed.get("error", "not run")}
-            expected = torch.load(context.reference.folder / "probes" / f"{k}.expected.pt", weights_only=True)
-            mismatch = compare(expected, got)
+        failure = None
+        for number, k in enumerate(probes, 1):
+            mismatch = _mismatch(context, k, outcomes.get(k))
             if mismatch:
-                mismatch = f"{context.reference.calls[k]['target']}: {mismatch}"
+                failure = _message(calls[k], number, len(probes), mismatch, outcomes.get(k))
                 break
-        called = {owner.get(context.reference.calls[k]["target"]) for k in probes}
-        if mismatch:
-            checks.append(Check(cell.grade_id, cell.points, 0.0, "review", "passed inside the notebook, but the "
-                                f"grader's own re-check of your answers disagrees: {scrub(mismatch, hidden)}", True))
-        elif not probes and tamper:
-            checks.append(Check(cell.grade_id, cell.points, 0.0, "review", "passed inside the notebook, which the "
-                                "grader cannot re-check, and your answer code does something only tampering needs",
-                                False))
+        called = {owner.get(calls[k]["target"]) for k in probes}
+        if failure:
+            checks.append(Check(cell.grade_id, cell.points, 0.0, "failed", failure, True))
         elif called & reference_use:
             checks.append(Check(cell.grade_id, cell.points, cell.points, "review", "passed, but your answer "
                                 "uses what this exercise forbids", True))
         else:
-            checks.append(Check(cell.grade_id, cell.points, cell.points, "passed", "", bool(probes)))
+            checks.append(Check(cell.grade_id, cell.points, cell.points, "passed", "", True))
     return checks
 
 
-def hidden_lines(cells: list[Cell]) -> list[str]:
-    lines = []
-    for cell in cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if "### BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "### END HIDDEN TESTS" in line:
-                inside = False
-            elif inside and len(line.strip()) >= 8:
-                lines.append(line.strip())
-    return lines
-
-
-def scrub(message: str, hidden: list[str]) -> str:
-    """Drop any line that quotes hidden test code (a student's code can put anything in a message)."""
-    kept = ["[hidden test code removed]" if any(h in line for h in hidden) else line for line in message.splitlines()]
-    return "\n".join(kept)[:2000]
+def _message(call: dict, number: int, total: int, mismatch: str, got: dict | None) -> str:
+    """What the student reads about a failed check: a visible check may quote its inputs and the
+    student's own error message; a hidden one says only what differed (its code and inputs stay
+    with the grader, and an error message of the student's code could quote those inputs)."""
+    what = call["target"] + (f".{call['method']}" if call.get("method") and call["kind"] == "method" else "")
+    if call.get("segment") == "hidden":
+        return f"hidden check {number} of {total} ({what}): {mismatch}"
+    detail = f"\n{error_message(got)}" if isinstance(got, dict) and "error" in got and not got.get("by_grader") else ""
+    return f"check {number} of {total} ({what}): {mismatch}{detail}"
 
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,
@@ -279,7 +336,8 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     with tempfile.TemporaryDirectory(prefix=f"course-autograde-{assignment.id}-") as work:
         reference = build_reference(assignment, cells, sandbox, limits, files)
         context = Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
-                          cell_ids(assignment.source), Path(work), stage_probe_inputs(reference, Path(work)))
+                          cell_ids(assignment.source), Path(work), stage_probe_inputs(reference, Path(work)),
+                          redacted_for(assignment, cells, reference.calls), reference_sources(references_of(cells, reference.calls)))
         slots: queue.Queue[int] = queue.Queue()
         for slot in range(jobs):
             slots.put(slot)
@@ -322,14 +380,14 @@ def _save(root: Path, url: str, assignment: Assignment, result: Result, work: Pa
         return
     folder = root / "autograded" / result.student / assignment.id
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / RECORD).write_text(json.dumps(asdict(result), indent=1), encoding="utf-8")
+    (folder / RECORD).write_text(json.dumps(safe_data(asdict(result)), indent=1), encoding="utf-8")
     graded = work / result.student / assignment.release.name
     if graded.is_file():
         shutil.copy(graded, folder / graded.name)
     log = work / result.student / "log.tail"
     if log.is_file():
         shutil.copy(log, folder / "grading.log")
-    timestamp = _timestamp(root / "submitted" / result.student / assignment.id / "timestamp.txt")
+    timestamp = _timestamp(root / "submitted" / result.student / assignment.id / "timestamp.txt", root / "submitted")
     review = {c.grade_id for c in result.checks if c.status == "review"}
     scores = {c.grade_id: (c.score if result.status != FAILED else None) for c in result.checks}
     if result.status == FAILED:
@@ -338,14 +396,15 @@ def _save(root: Path, url: str, assignment: Assignment, result: Result, work: Pa
     shutil.rmtree(work / result.student, ignore_errors=True)
 
 
-def _timestamp(path: Path) -> str | None:
-    """nbgrader's submission time, when the file holds one (the student could have written anything)."""
+def _timestamp(path: Path, root: Path) -> str | None:
+    """nbgrader's submission time, when the file holds one (the student could have written anything:
+    a link, a FIFO, a sparse 3 GiB file; :func:`.untrusted.read_bytes` refuses each without blocking)."""
     from nbgrader.utils import parse_utc
 
     try:
-        text = path.read_text(encoding="utf-8").strip()[:64]
+        text = read_bytes(path, 256, root=root).decode("utf-8").strip()[:64]
         parse_utc(text)
-        return text
+        return safe_text(text, one_line=True)
     except Exception:  # missing, unreadable or not a date: the submission is graded without a time
         return None
 
@@ -355,11 +414,13 @@ def _test_cells(assignment: Assignment) -> list[Cell]:
 
 
 def summary(results: list[Result]) -> str:
+    """The batch as a table; every text on one line, without what a terminal would run or could not encode."""
     rows = [("student", "score", "status", "seconds", "why")]
     for r in results:
         score = "-" if r.score is None else f"{r.score:g}/{r.max_score:g}"
-        why = "; ".join(r.reasons)[:100] if r.reasons else ("; ".join(r.notes)[:100] if r.status == GRADED else "")
-        rows.append((r.student, score, r.status, f"{r.seconds:.1f}", why))
+        why = "; ".join(r.reasons) if r.reasons else ("; ".join(r.notes) if r.status == GRADED else "")
+        rows.append((safe_text(r.student, one_line=True), score, safe_text(r.status, one_line=True),
+                     f"{r.seconds:.1f}", safe_text(why, one_line=True)[:100]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
     lines.insert(1, "-" * len(lines[0]))

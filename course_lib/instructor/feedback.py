@@ -2,22 +2,24 @@
 
 The page shows each graded check with its score and the message it failed with (course_lib.grading's
 "expected ..., got ..."), the visible part of the check's code the student already has, and notes
-about the submission. Hidden tests never appear: only code before ``### BEGIN HIDDEN TESTS`` is
-shown, and message lines quoting hidden test code are removed. Plain HTML and inline CSS: it opens
-offline, with nothing fetched from a CDN.
+about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
+and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it opens
+offline, with nothing fetched from a CDN. Every text of a record (a student's grade_id, error
+message, file name) goes through :func:`.untrusted.html_text`: escaped, without lone surrogates or
+control characters; a record that cannot be read costs only its own page.
 """
 from __future__ import annotations
 
-import html
 import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from . import gradebook
-from .autograde import FAILED, RECORD, hidden_lines, scrub
+from .verdicts import FAILED, RECORD
 from .course import assignments
-from .submission import source_cells
+from .submission import source_cells, split_test_cell
+from .untrusted import html_text, safe_data, safe_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%}
@@ -28,12 +30,12 @@ RESULT = {"passed": "passed", "failed": "failed", "review": "a person will revie
 
 
 def visible_part(source: str) -> str:
-    return source.split("### BEGIN HIDDEN TESTS")[0].rstrip()
+    return "\n".join(code for kind, code in split_test_cell(source) if kind == "visible").rstrip()
 
 
-def page(record: dict, tests: dict[str, str], hidden: list[str], score: dict | None) -> str:
+def page(record: dict, tests: dict[str, str], score: dict | None) -> str:
     """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source."""
-    e = html.escape
+    e = html_text
     title = f"{record['assignment']}: feedback for {record['student']}"
     manual = (score or {}).get("manual", {})
     if record["status"] == FAILED:
@@ -50,11 +52,11 @@ def page(record: dict, tests: dict[str, str], hidden: list[str], score: dict | N
         parts.append("<h2>Checks</h2><table><tr><th>check</th><th>score</th><th>result</th></tr>")
         for check in record["checks"]:
             points = manual.get(check["grade_id"], check["score"])
-            message = scrub(check["message"], hidden) if check["message"] else ""
+            message = check["message"]
             code = visible_part(tests.get(check["grade_id"], ""))
             parts.append(
                 f"<tr><td>{e(check['grade_id'])}</td><td>{points:g} / {check['points']:g}</td>"
-                f"<td><span class='{check['status']}'>{RESULT.get(check['status'], e(check['status']))}</span>"
+                f"<td><span class='{e(check['status'])}'>{RESULT.get(check['status'], e(check['status']))}</span>"
                 + (f"<pre>{e(message)}</pre>" if message else "")
                 + (f"<details><summary>the visible part of this check</summary><pre>{e(code)}</pre></details>"
                    if code else "")
@@ -69,17 +71,24 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     assignment = assignments(root, [assignment_id])[0]
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
-    hidden = hidden_lines(cells)
     scores = gradebook.scores(gradebook.db_url(root), assignment.id)
     records = sorted((root / "autograded").glob(f"*/{assignment.id}/{RECORD}"))
-    written = 0
+    written, failed = 0, []
     for path in records:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if students and record["student"] not in students:
+        student = path.parent.parent.name  # the folder's name, not what the record says
+        if students and student not in students:
             continue
-        target = root / "feedback" / record["student"] / assignment.id / f"{assignment.release.stem}.html"
+        try:
+            record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
+            text = page(record, tests, scores.get(student))
+        except Exception as error:  # one unreadable record must not stop the others' pages
+            failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
+            continue
+        target = root / "feedback" / student / assignment.id / f"{assignment.release.stem}.html"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(page(record, tests, hidden, scores.get(record["student"])), encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
         written += 1
     print(f"wrote feedback for {written} student(s) under feedback/", file=out)
-    return 0
+    if failed:
+        print(f"no feedback for {len(failed)}: their grading record cannot be read: {', '.join(failed)}", file=out)
+    return 1 if failed else 0

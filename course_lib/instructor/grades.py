@@ -4,6 +4,11 @@ A student has, per assignment, exactly one of: a score (``graded``), ``needs man
 until a grader has scored every flagged cell, ``failed to grade (why)``, ``not graded yet`` (a
 submission autograde has not seen) or ``not submitted``. Scores come from the gradebook, so a
 grader's manual scores count.
+
+Every text is written safely (:mod:`.untrusted`): a record holds what a student wrote (a grade_id,
+an error message), so the table shows it on one line without control characters, and the CSV
+neutralises cells a spreadsheet would run as a formula. A record that cannot be read fails its own
+row, never the export.
 """
 from __future__ import annotations
 
@@ -14,8 +19,9 @@ from pathlib import Path
 from typing import TextIO
 
 from . import gradebook
-from .autograde import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW
+from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW
 from .course import Assignment
+from .untrusted import csv_cell, safe_data, safe_text
 
 NOT_GRADED = "not graded yet"
 COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
@@ -42,7 +48,12 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
     row = {"student": student, "assignment": assignment.id, "status": NOT_SUBMITTED,
            "score": "", "max_score": "", "why": ""}
     record_path = root / "autograded" / student / assignment.id / RECORD
-    record = json.loads(record_path.read_text(encoding="utf-8")) if record_path.is_file() else None
+    try:
+        record = _record(record_path) if record_path.is_file() else None
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as error:
+        why = f"the grading record {RECORD} cannot be read ({type(error).__name__}): run course autograde again"
+        row.update(status=f"{FAILED} ({why})", why=why)
+        return row
     if score is not None:
         row.update(score=_number(score["score"]), max_score=_number(score["max_score"]), status=GRADED)
     if record is None:
@@ -63,6 +74,15 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
     return row
 
 
+def _record(path: Path) -> dict:
+    record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
+    if not isinstance(record, dict) or not isinstance(record.get("reasons"), list) or \
+            not isinstance(record.get("checks"), list) or "status" not in record or "max_score" not in record:
+        raise ValueError("not a grading record")
+    record["reasons"] = [str(r) for r in record["reasons"]]
+    return record
+
+
 def _number(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
@@ -75,10 +95,11 @@ def export(root: Path, selected: list[Assignment], csv_path: str | None = None, 
         with open(csv_path, "w", newline="", encoding="utf-8") as stream:
             writer = csv.DictWriter(stream, fieldnames=COLUMNS)
             writer.writeheader()
-            writer.writerows(table)
+            writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in table)
     shown = [("student", "assignment", "score", "status")] + [
-        (r["student"], r["assignment"], f"{r['score']}/{r['max_score']}" if r["score"] != "" else "-",
-         r["status"][:120])
+        tuple(safe_text(cell, one_line=True) for cell in (
+            r["student"], r["assignment"], f"{r['score']}/{r['max_score']}" if r["score"] != "" else "-",
+            r["status"][:120]))
         for r in table]
     widths = [max(len(line[i]) for line in shown) for i in range(3)]
     for line in shown:

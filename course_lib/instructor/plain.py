@@ -7,6 +7,7 @@ their parameter names and shapes. :func:`compare` runs in the grader's own proce
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from typing import Any, Iterator
@@ -16,7 +17,9 @@ import torch
 from torch import nn
 
 MAX_ITEMS = 10_000  # longest list/dict kept in a plain result
-ATOL = RTOL = 1e-4  # loose on purpose: the notebook's own checks are the precise ones; this one catches forgery
+OPTIMIZER_SETTINGS = ("lr", "weight_decay", "betas", "eps", "momentum")  # the maths; not foreach, fused ...
+DEFAULT_TOLERANCE = (1e-5, 1e-5)  # (atol, rtol) of check_close; a probe gets its cell's tighter ones
+GRADIENT_SLACK = 10.0  # gradients go through one more chain of float operations than the values
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -27,7 +30,9 @@ def plain(value: Any, depth: int = 0) -> Any:
         tensor = value.detach().cpu()
         tensor = tensor.to_dense() if tensor.is_sparse else tensor
         tensor = torch.view_as_real(tensor.resolve_conj()) if tensor.is_complex() else tensor
-        return {"tensor": tensor.clone().contiguous()}
+        return {"tensor": tensor.clone().contiguous(), "grad": bool(value.requires_grad)}
+    if isinstance(value, (np.integer, np.floating)):  # a NumPy scalar is a number (np.float64 even a float)
+        return int(value) if isinstance(value, np.integer) else float(value)
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         if array.dtype == object:
@@ -37,9 +42,21 @@ def plain(value: Any, depth: int = 0) -> Any:
         return {"object": type(value).__qualname__, "value": plain(type(value).__mro__[-2](value))}
     if depth > 8:
         return {"object": "nested too deep"}
+    if isinstance(value, torch.optim.Optimizer):  # what it will do: its groups' settings and parameters
+        shapes: dict[str, list] = {}  # groups with the same settings act as one
+        settings: dict[str, dict] = {}
+        for group in value.param_groups:
+            key = repr(sorted((k, v) for k, v in group.items() if k in OPTIMIZER_SETTINGS))
+            settings[key] = dict(sorted((k, v) for k, v in group.items() if k in OPTIMIZER_SETTINGS))
+            shapes.setdefault(key, []).extend(list(p.shape) for p in group["params"])
+        groups = [{**settings[key], "parameter shapes": sorted(shapes[key])} for key in sorted(shapes) if shapes[key]]
+        return {"object": type(value).__qualname__, "attrs": {"groups": plain(groups, depth + 1)}}
     if isinstance(value, nn.Module):
         return {"module": type(value).__qualname__, "attrs": _attrs(value, depth),
                 "params": {k: list(p.shape) for k, p in value.named_parameters()}}
+    if isinstance(value, collections.Counter):  # a missing key counts 0: only the non-zero counts matter
+        items = sorted(((k, v) for k, v in value.items() if v), key=lambda item: repr(item[0]))[:MAX_ITEMS]
+        return {"counter": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in items]}
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda item: repr(item[0]))[:MAX_ITEMS]
         return {"map": [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in items]}
@@ -52,6 +69,25 @@ def plain(value: Any, depth: int = 0) -> Any:
     if dataclasses.is_dataclass(value) or hasattr(value, "__dict__"):
         return {"object": type(value).__qualname__, "attrs": _attrs(value, depth)}
     return {"object": type(value).__qualname__}
+
+
+def mutable(value: Any, depth: int = 0) -> Any:
+    """What a call may have changed in its arguments: tensors (changed in place, or not) and the
+    public numbers of objects (a stand-in model's count of decode calls). A module's train/eval mode
+    and everything else are the answer's own business, so they are left out."""
+    if isinstance(value, torch.Tensor):
+        return {"tensor": value.detach().cpu().clone()}
+    if depth < 4 and (isinstance(value, nn.Module) or hasattr(value, "__dict__")) and not isinstance(value, type):
+        counts = {k: v for k, v in vars(value).items() if not k.startswith("_") and k != "training"
+                  and type(v) in (int, float, bool)}
+        if isinstance(value, nn.Module):  # a training step changes the parameters it is given
+            counts.update({f"parameter {k}": {"tensor": p.detach().cpu().clone()} for k, p in value.named_parameters()})
+        return {"object": type(value).__qualname__, "attrs": counts}
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return {"seq": [mutable(v, depth + 1) for v in list(value)[:MAX_ITEMS]], "len": len(value)}
+    if depth < 4 and isinstance(value, dict):
+        return {"map": [[repr(k), mutable(v, depth + 1)] for k, v in sorted(value.items(), key=lambda i: repr(i[0]))]}
+    return None
 
 
 def _attrs(obj: Any, depth: int) -> dict:
@@ -67,87 +103,239 @@ def describe_error(error: BaseException) -> dict:
     return {"error": f"{type(error).__name__}: {str(error)[:500]}"}
 
 
-def compare(expected: dict, got: Any) -> str | None:
-    """None when ``got`` (a replayed call's record) matches ``expected``, else what differs."""
+NOT_AN_ANSWER = {"NotImplementedError", "NameError", "ForbiddenCallError", "GradingError"}  # unwritten or forbidden
+
+
+def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_TOLERANCE) -> str | None:
+    """None when ``got`` (a replayed call's record) matches ``expected``, else what differs.
+
+    Where the test cell checked the result itself (or one item of it) with ``check_close``, that
+    value is compared as the test did: with what it expected, at its tolerance. The rest of the
+    result is compared with the solution's, within twice ``tolerance`` (the tightest the cell
+    applies; both answers may err by it); types are compared exactly (a 0-d tensor is not a float);
+    a mapping may hold extra keys; a module's parameters are compared by shape, not by name;
+    gradients, where recorded, within ``GRADIENT_SLACK`` times the tolerance. Where the solution
+    raised, any exception of the student's code matches (the checks accept any error), except those
+    that mean the answer is not written or calls what it must not (``NOT_AN_ANSWER``).
+    """
     if not isinstance(got, dict):
         return "the grader could not read your function's result"
+    if "samples" in expected:
+        return compare_samples(expected["samples"], got.get("samples"))
     if "error" in expected:
         wanted = expected["error"].split(":")[0]
-        if "error" in got and got["error"].split(":")[0] == wanted:
+        if "error" in got and not got.get("by_grader") and error_class(got) not in NOT_AN_ANSWER:
             return None
-        return f"expected it to raise {wanted}, " + (f"it raised {got['error']}" if "error" in got else "it returned")
+        return f"expected it to raise {wanted}, " + (f"it raised {error_class(got)}" if "error" in got else "it returned")
     if "error" in got:
-        return f"it raised {got['error']}"
-    return (_compare(expected.get("return"), got.get("return"), "return value")
-            or _compare(expected.get("args_after"), got.get("args_after"), "arguments after the call"))
+        return str(got["error"]) if got.get("by_grader") else f"it raised {error_class(got)}"
+    atol, rtol = tolerance
+    checked = {tuple(c["path"]): c for c in expected.get("checks", [])}
+    found = (_compare(expected.get("return"), got.get("return"), "return value", atol * 2, rtol * 2,
+                      checked=checked)
+             or _compare(expected.get("args_after"), got.get("args_after"), "arguments after the call", atol, rtol))
+    if found or "gradients" not in expected:
+        return found
+    slack = GRADIENT_SLACK
+    return _compare(_gradient_plain(expected["gradients"]), _gradient_plain(got.get("gradients")), "gradient",
+                    atol * slack, rtol * slack)
+
+
+def compare_samples(expected: list, got: Any) -> str | None:
+    """A random answer's results over several seeds against the solution's: the same kind and shape
+    each time, and the same distribution, read as a few statistics of all the floating values (mean,
+    spread, quantiles, how much a result changes from one seed to the next). Each statistic may
+    differ by four times its spread over the solution's seeds, plus 2%."""
+    if not isinstance(got, list) or len(got) != len(expected):
+        return "the grader could not read your function's results"
+    for want, have in zip(expected, got):
+        problem = compare(want, have, (math.inf, math.inf))
+        if problem:
+            return problem
+    mine = torch.stack([_statistics(w.get("return"), w_next.get("return"))
+                        for w, w_next in zip(expected, expected[1:] + expected[:1])])
+    theirs = torch.stack([_statistics(h.get("return"), h_next.get("return"))
+                          for h, h_next in zip(got, got[1:] + got[:1])])
+    allowed = 4 * mine.std(dim=0) + 0.02 * mine.mean(dim=0).abs().clamp_min(1e-3)
+    off = (theirs.mean(dim=0) - mine.mean(dim=0)).abs() > allowed
+    if not off.any():
+        return None
+    i = int(off.nonzero()[0])
+    return (f"over {len(got)} random seeds, the {STATISTICS[i]} of your results is {theirs[:, i].mean():.4g}, "
+            f"the solution's {mine[:, i].mean():.4g} (allowed difference {allowed[i]:.3g})")
+
+
+STATISTICS = ("mean", "standard deviation", "5% quantile", "25% quantile", "median", "75% quantile",
+              "95% quantile", "change from one seed to the next")
+
+
+def _statistics(value: Any, following: Any) -> torch.Tensor:
+    values, others = _floats(value), _floats(following)
+    if values.numel() == 0:
+        return torch.zeros(len(STATISTICS), dtype=torch.float64)
+    quantiles = torch.quantile(values, torch.tensor([0.05, 0.25, 0.5, 0.75, 0.95], dtype=torch.float64))
+    change = (values - others).abs().mean() if others.shape == values.shape else torch.tensor(0.0, dtype=torch.float64)
+    return torch.cat([values.mean()[None], values.std(unbiased=False)[None], quantiles, change[None]])
+
+
+def _floats(value: Any) -> torch.Tensor:
+    """Every number of a plain result, flattened into one float64 vector."""
+    found: list[torch.Tensor] = []
+
+    def walk(item: Any, depth: int = 0) -> None:
+        if depth > 8:
+            return
+        if type(item) in (int, float):
+            found.append(torch.tensor([float(item)], dtype=torch.float64))
+        elif isinstance(item, dict) and isinstance(item.get("tensor"), torch.Tensor):
+            found.append(item["tensor"].to(torch.float64).flatten())
+        elif isinstance(item, dict):
+            for inner in item.get("seq", []) or [v for _, v in item.get("map", [])]:
+                walk(inner, depth + 1)
+    walk(value)
+    return torch.cat(found) if found else torch.zeros(0, dtype=torch.float64)
+
+
+def error_class(record: dict) -> str:
+    """The exception's class name only: its message is the student's text, and may quote hidden inputs."""
+    name = str(record.get("error", "")).split(":")[0].strip()
+    return name if name.isidentifier() and len(name) <= 60 else "an exception"
+
+
+def error_message(record: dict) -> str:
+    return str(record.get("error", ""))[:500]
+
+
+def _gradient_plain(gradients: Any) -> Any:
+    """Gradients as plain data that _compare reads: a missing gradient is the string "none"."""
+    if not isinstance(gradients, dict):
+        return {"object": "no gradients"}
+    inputs = gradients.get("inputs") or []
+    parameters = gradients.get("parameters") or {}
+    return {"map": [["inputs", {"seq": ["none" if g is None else g for g in inputs], "len": len(inputs)}],
+                    ["parameters", {"map": [[k, "none" if g is None else g] for k, g in sorted(parameters.items())]}]]}
 
 
 def _number(value: Any) -> float | None:
     if type(value) in (int, float):
         return float(value)
-    if isinstance(value, dict) and "tensor" in value and isinstance(value["tensor"], torch.Tensor) \
-            and value["tensor"].numel() == 1 and value["tensor"].dim() == 0:
-        return float(value["tensor"])
     return None
 
 
-def _compare(want: Any, have: Any, name: str) -> str | None:
+def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked: dict | None = None,
+             path: tuple = ()) -> str | None:
+    if checked and path in checked:
+        check = checked[path]
+        return (_compare(want, have, name, math.inf, math.inf)
+                or _compare_as_check(check["expected"], have, name, check["atol"], check["rtol"]))
     if type(want) is bool or want is None or isinstance(want, str):
         return None if (type(have) is type(want) and have == want) else f"{name}: expected {want!r}, got {_show(have)}"
-    if type(want) in (int, float) and _number(have) is not None:
-        return _compare_tensors(torch.tensor(float(want)), torch.tensor(_number(have)), name)
+    if type(want) in (int, float):  # a Python number: int and float are both numbers, a tensor is not
+        if _number(have) is None:
+            return f"{name}: expected a Python number ({type(want).__name__}), got {_show(have)}"
+        return _compare_tensors(torch.tensor(float(want), dtype=torch.float64),
+                                torch.tensor(_number(have), dtype=torch.float64), name, atol, rtol)
     if not isinstance(want, dict) or not isinstance(have, dict):
         return f"{name}: expected {_show(want)}, got {_show(have)}"
     if "tensor" in want:
         if "tensor" not in have or not isinstance(have["tensor"], torch.Tensor):
-            number = _number(have) if want["tensor"].dim() == 0 else None
-            if number is None:
-                return f"{name}: expected a tensor of shape {tuple(want['tensor'].shape)}, got {_show(have)}"
-            return _compare_tensors(want["tensor"], torch.tensor(number), name)
-        return _compare_tensors(want["tensor"], have["tensor"], name)
+            return f"{name}: expected a tensor of shape {tuple(want['tensor'].shape)}, got {_show(have)}"
+        if want.get("grad") and have.get("grad") is False:
+            return f"{name}: does not track gradients (was it detached, or computed outside torch?)"
+        return _compare_tensors(want["tensor"], have["tensor"], name, atol, rtol)
     if "seq" in want:
         if "seq" not in have or have.get("len") != want.get("len") or len(have["seq"]) != len(want["seq"]):
             return f"{name}: expected a sequence of {want.get('len')} items, got {_show(have)}"
-        return _first(_compare(w, h, f"{name}[{i}]") for i, (w, h) in enumerate(zip(want["seq"], have["seq"])))
+        return _first(_compare(w, h, f"{name}[{i}]", atol, rtol, checked, (*path, i))
+                      for i, (w, h) in enumerate(zip(want["seq"], have["seq"])))
+    if "counter" in want:
+        if "counter" not in have:
+            return f"{name}: expected a Counter, got {_show(have)}"
+        mine, theirs = _keyed(want["counter"]), _keyed(have["counter"])
+        if sorted(mine) != sorted(theirs):
+            differ = sorted(set(mine) ^ set(theirs))[:5]
+            return f"{name}: the Counter's keys with non-zero counts differ (for example {', '.join(differ)})"
+        return _first(_compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol) for k in sorted(mine))
     if "map" in want:
-        if "map" not in have or [repr(k) for k, _ in have["map"]] != [repr(k) for k, _ in want["map"]]:
-            return f"{name}: expected a mapping with keys {[k for k, _ in want['map']][:10]}, got {_show(have)}"
-        return _first(_compare(w, h, f"{name}[{k!r}]") for (k, w), (_, h) in zip(want["map"], have["map"]))
+        if "map" not in have:
+            return f"{name}: expected a mapping, got {_show(have)}"
+        mine, theirs = _keyed(want["map"]), _keyed(have["map"])
+        missing = [k for k in mine if k not in theirs]
+        if missing:
+            return f"{name}: the mapping has no key {missing[0]}"
+        return _first(_compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol, checked, (*path, mine[k][0]))
+                      for k in sorted(mine))
     if "set" in want:
         return None if have.get("set") == want["set"] else f"{name}: the sets differ"
     if "module" in want:
-        if "module" not in have or have.get("params") != want["params"]:
-            return f"{name}: expected a module with parameters {want['params']}, got {_show(have)}"
-        return _compare_attrs(want, have, name)
+        shapes = sorted(map(tuple, want["params"].values()))
+        if "module" not in have or sorted(map(tuple, (have.get("params") or {}).values())) != shapes:
+            return f"{name}: expected a module with parameters of shapes {shapes}, got {_show(have)}"
+        return _compare_attrs(want, have, name, atol, rtol)
     if "object" in want:
         if have.get("object") != want["object"]:
             return f"{name}: expected a {want['object']}, got {_show(have)}"
         if "value" in want:
-            return _compare(want["value"], have.get("value"), name)
-        return _compare_attrs(want, have, name)
+            return _compare(want["value"], have.get("value"), name, atol, rtol)
+        return _compare_attrs(want, have, name, atol, rtol)
     return f"{name}: the grader cannot compare {_show(want)}"
 
 
-def _compare_attrs(want: dict, have: dict, name: str) -> str | None:
+def _compare_as_check(expected: Any, have: Any, name: str, atol: float, rtol: float) -> str | None:
+    """As ``check_close`` compares: numbers, tensors and sequences of them alike, by shape and value."""
+    if isinstance(expected, dict) and "seq" in expected:
+        if not isinstance(have, dict) or "seq" not in have or len(have["seq"]) != len(expected["seq"]):
+            return f"{name}: expected a sequence of {len(expected['seq'])} items, got {_show(have)}"
+        return _first(_compare_as_check(e, h, f"{name}[{i}]", atol, rtol)
+                      for i, (e, h) in enumerate(zip(expected["seq"], have["seq"])))
+    want, got = _as_tensor(expected), _as_tensor(have)
+    if want is None or got is None:
+        return f"{name}: expected a tensor or a number, got {_show(have)}"
+    return _compare_tensors(want, got, name, atol, rtol)
+
+
+def _as_tensor(value: Any) -> torch.Tensor | None:
+    if type(value) in (int, float, bool):
+        return torch.tensor(float(value), dtype=torch.float64)
+    if isinstance(value, dict) and isinstance(value.get("tensor"), torch.Tensor):
+        return value["tensor"]
+    return None
+
+
+def _keyed(pairs: list) -> dict[str, list]:
+    return {repr(k): [k, v] for k, v in pairs}
+
+
+def _compare_attrs(want: dict, have: dict, name: str, atol: float, rtol: float) -> str | None:
     """Attributes both objects have (a student may keep extra ones, or fewer, in their own class)."""
     mine, theirs = want.get("attrs") or {}, have.get("attrs") or {}
-    return _first(_compare(mine[k], theirs[k], f"{name}.{k}") for k in sorted(set(mine) & set(theirs)))
+    return _first(_compare(mine[k], theirs[k], f"{name}.{k}", atol, rtol)
+                  for k in sorted(set(mine) & set(theirs)) if k != "training")
 
 
-def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str) -> str | None:
+def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: float, rtol: float) -> str | None:
     if tuple(have.shape) != tuple(want.shape):
         return f"{name}: expected shape {tuple(want.shape)}, got shape {tuple(have.shape)}"
+    if want.dtype == torch.bool or have.dtype == torch.bool:
+        if want.dtype != have.dtype:
+            return f"{name}: expected dtype {want.dtype}, got dtype {have.dtype}"
     want64, have64 = want.to(torch.float64), have.to(torch.float64)
+    bad_nan = torch.isnan(have64) & ~torch.isnan(want64)
+    if bad_nan.any():
+        where = tuple(int(i) for i in bad_nan.nonzero()[0])
+        return (f"{name}: got NaN at index {where} ({int(bad_nan.sum())} NaN values in all); "
+                f"expected {want64[where].item():.6g}")
     both_nan = torch.isnan(want64) & torch.isnan(have64)
     same_inf = torch.isinf(want64) & (want64 == have64)
     error = (have64 - want64).abs().masked_fill(both_nan | same_inf, 0.0).nan_to_num(nan=math.inf)
-    allowed = ATOL + RTOL * want64.abs().nan_to_num(posinf=0.0, neginf=0.0)
+    allowed = atol + rtol * want64.abs().nan_to_num(posinf=0.0, neginf=0.0)
     if not (error > allowed).any():
         return None
     worst = int(torch.argmax(error - allowed))
     where = tuple(int(i) for i in np.unravel_index(worst, tuple(want64.shape))) if want64.dim() else ()
     return (f"{name}: values differ: max abs error {error.max().item():.4g} at index {where} "
-            f"(expected {want64[where].item():.6g}, got {have64[where].item():.6g})")
+            f"(expected {want64[where].item():.6g}, got {have64[where].item():.6g}); "
+            f"allowed atol={atol:g}, rtol={rtol:g}")
 
 
 def _first(messages: Iterator[str | None]) -> str | None:
@@ -159,6 +347,7 @@ def _show(value: Any) -> str:
         kind = next(iter(value), "nothing")
         if kind == "tensor":
             return f"a tensor of shape {tuple(value['tensor'].shape)}"
-        return {"seq": "a sequence", "map": "a mapping", "module": "a module", "set": "a set"}.get(
+        return {"seq": "a sequence", "map": "a mapping", "module": "a module", "set": "a set",
+                "counter": "a Counter"}.get(
             kind, f"a {value.get('object', kind)}")
     return repr(value)[:60]

@@ -1,23 +1,28 @@
 """Checking a student's answers where the student's code cannot reach the comparison.
 
-A graded test cell runs in the same Python process as the student's code, so the student's code can
-make it report anything (patch ``check_close``, ``torch.allclose``, IPython's hooks ...). What it
-cannot forge is what its functions return on inputs it has not seen, compared by a process it cannot
-touch. So, generically over the existing test cells:
+A graded test cell run in the student's process could be made to report anything (patch
+``check_close``, ``torch.allclose``, IPython's hooks ...). So no test cell runs there. What the
+student's code cannot forge is what its functions return on inputs it has not seen, compared by a
+process it cannot touch. Generically over the test cells as the instructor wrote them:
 
-- **record** (the instructor's solution, sandboxed): every call a graded test cell makes to a graded
-  function, class or method is saved as a *probe*: its arguments (pickled), the random generators'
-  state, grad mode, the ``forbid()`` names in force, the module's parameters for a method call,
-  and its result in a *plain* form (tensors, numbers, strings, lists, dicts);
-- **replay** (the student's notebook, in its own sandbox, after its cells ran): the same calls on
-  the student's definitions, with the forbidden references blocked, results saved in plain form;
-- **compare** (the trusted grader, outside): plain results are read with
+- **record** (the instructor's solution, sandboxed, with the full course_lib): every call a graded
+  test cell makes to a graded function, class or method is saved as a *probe*: its arguments
+  (pickled), the random generators' state, grad mode, the ``forbid()`` names in force, the
+  ``bind()`` dependencies in force, the module's parameters for a method call, whether the cell is
+  visible or hidden, the tightest ``check_close`` tolerance applied to its results, whether the cell
+  checks gradients, and the result in a *plain* form (tensors, numbers, strings, lists, dicts);
+- **replay** (the student's answer cells and the notebook's other cells, in their own sandbox, with
+  a course_lib whose references of this assignment are stubbed out: :mod:`.redacted`): the same
+  calls on the student's definitions, results (and gradients, where the cell checks them) saved in
+  plain form;
+- **compare** (the trusted grader, outside: :func:`.plain.compare`): plain results are read with
   ``torch.load(weights_only=True)``, which cannot run code, and compared with the recorded ones.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import pickle
 import random
 import types
@@ -29,9 +34,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from .plain import describe_error, plain
+from .plain import DEFAULT_TOLERANCE, describe_error, mutable, plain
 
 PERTURBED_SEED = 987_654_321  # replayed a second time from this state, a call that uses randomness shows it
+SAMPLE_SEEDS = tuple(range(1_000, 1_008))  # the random states a random answer is replayed from
 # ---------------------------------------------------------------- record (instructor's run) ----
 
 def rng_state() -> dict:
@@ -60,26 +66,73 @@ class Recorder:
         self.blobs: list[bytes | None] = []
         self.results: list[dict] = []
         self.cell: str | None = None  # grade_id of the test cell running, None outside test cells
+        self.segment = "visible"  # the part of that cell running: "visible" or "hidden"
         self.depth = 0
         self.forbidden: list[str] = []
+        self.bound: dict[str, str] = {}  # graded name -> dotted name of the reference bind() put there
         self.instances: dict[int, int] = {}  # id(instance) -> index of the call that built it
+        self.unchecked: list[int] = []  # probes whose results the next check_close calls look at
+        self.live: dict[int, Any] = {}  # their results, to recognise them in a check_close call
+        self.checked = False  # a check_close ran since the last probe
+        self.gradient_cells: set[str] = set()
 
     def install(self) -> None:
-        """Follow ``course_lib.grading.forbid`` so that each probe knows what it must not call."""
+        """Follow ``course_lib.grading``'s ``forbid``, ``bind`` and ``check_close``, and torch's
+        gradient entry points, so that each probe knows what it must not call, which dependencies
+        are the reference's, how precisely its result is checked and whether gradients are."""
         from course_lib import grading
 
-        original = grading.forbid
+        forbid, bind, check_close = grading.forbid, grading.bind, grading.check_close
 
         @contextlib.contextmanager
-        def forbid(*names: str, exercise: str = "exercise") -> Iterator[None]:
-            with original(*names, exercise=exercise):
+        def recorded_forbid(*names: str, exercise: str = "exercise") -> Iterator[None]:
+            with forbid(*names, exercise=exercise):
                 self.forbidden.extend(names)
                 try:
                     yield
                 finally:
                     del self.forbidden[len(self.forbidden) - len(names):]
 
-        grading.forbid = forbid
+        @contextlib.contextmanager
+        def recorded_bind(namespace: dict, **objects: Any) -> Iterator[None]:
+            saved = dict(self.bound)
+            self.bound.update({name: dotted for name, obj in objects.items() if (dotted := reference_name(obj))})
+            try:
+                with bind(namespace, **objects):
+                    yield
+            finally:
+                self.bound = saved
+
+        def recorded_check_close(exercise: str, got: Any, expected: Any, *, atol: float = 1e-5, rtol: float = 1e-5,
+                                 **kwargs: Any) -> None:
+            """A check of a probe's result itself (or of one item of it) is kept as it is: the value it
+            expected, at its tolerance. Any other check (of a slice, a sum ...) tightens the tolerance
+            of the comparison with the solution's result."""
+            matched = False
+            for index in self.unchecked:
+                path = _path_to(self.live.get(index), got)
+                if path is not None:
+                    self.results[index].setdefault("checks", []).append(
+                        {"path": list(path), "expected": plain(expected), "atol": atol, "rtol": rtol})
+                    matched = True
+            if not matched:
+                for index in self.unchecked:
+                    tolerance = self.calls[index]["tolerance"] or [math.inf, math.inf]
+                    self.calls[index]["tolerance"] = [min(tolerance[0], atol), min(tolerance[1], rtol)]
+            self.checked = True
+            return check_close(exercise, got, expected, atol=atol, rtol=rtol, **kwargs)
+
+        grading.forbid, grading.bind, grading.check_close = recorded_forbid, recorded_bind, recorded_check_close
+        for owner, name in ((torch.autograd, "grad"), (torch.Tensor, "backward")):
+            setattr(owner, name, self._noting_gradients(getattr(owner, name)))
+
+    def _noting_gradients(self, function: Any) -> Any:
+        @functools.wraps(function)
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            if self.cell is not None:
+                self.gradient_cells.add(self.cell)
+            return function(*args, **kwargs)
+        return noted
 
     def wrap(self, namespace: dict, names: list[str]) -> None:
         for name in names:
@@ -110,8 +163,9 @@ class Recorder:
             finally:
                 self.depth -= 1
         index = len(self.calls)
-        meta = {"cell": self.cell, "target": target, "kind": kind, "method": method,
-                "instance": instance, "forbid": list(self.forbidden), "unreplayable": None}
+        meta = {"cell": self.cell, "segment": self.segment, "target": target, "kind": kind, "method": method,
+                "instance": instance, "forbid": list(self.forbidden), "binds": dict(self.bound),
+                "tolerance": None, "gradients": False, "unreplayable": None}
         if kind == "method" and instance is None:
             meta["unreplayable"] = "the object was not built by the test cell"
         own = args[1:] if kind != "call" else args
@@ -120,6 +174,9 @@ class Recorder:
                                  "state": module_state(args[0]) if kind == "method" else None}, protocol=4)
         except Exception as error:  # lambdas, generators, tensors in a graph ...
             blob, meta["unreplayable"] = None, f"its arguments cannot be saved ({type(error).__name__})"
+        if self.checked:
+            self.unchecked, self.checked, self.live = [], False, {}
+        self.unchecked.append(index)
         self.calls.append(meta)
         self.blobs.append(blob)
         self.results.append({})
@@ -135,39 +192,81 @@ class Recorder:
             self.instances[id(args[0])] = index
             weakref.finalize(args[0], self.instances.pop, id(args[0]), None)
         self.results[index] = {"return": plain(args[0] if kind == "new" else result),
-                               "args_after": plain([list(own), kwargs])}
+                               "args_after": mutable([list(own), kwargs])}
+        if kind != "new":
+            self.live[index] = result
         return result
 
     def save(self, folder: Path) -> None:
+        """The probes' inputs, metadata and results; a probe's gradients are added by the check run."""
         import json
 
         (folder / "probes").mkdir(exist_ok=True)
         for index, blob in enumerate(self.blobs):
+            self.calls[index]["gradients"] = self.calls[index]["cell"] in self.gradient_cells
+            self.calls[index]["tolerance"] = self.calls[index]["tolerance"] or list(DEFAULT_TOLERANCE)
             if blob is not None:
                 (folder / "probes" / f"{index}.pkl").write_bytes(blob)
             torch.save(self.results[index], folder / "probes" / f"{index}.expected.pt")
         (folder / "probes.json").write_text(json.dumps(self.calls), encoding="utf-8")
 
 
+def _path_to(container: Any, target: Any, depth: int = 0) -> tuple | None:
+    """Where ``target`` (the very object) sits in a result: () for the result itself, (1,) for its
+    second item, ("key",) for a mapping's value; None when it is not there."""
+    if container is target:
+        return ()
+    if depth < 4 and isinstance(container, (tuple, list)):
+        for i, item in enumerate(container):
+            found = _path_to(item, target, depth + 1)
+            if found is not None:
+                return (i, *found)
+    if depth < 4 and isinstance(container, dict):
+        for key, item in container.items():
+            found = _path_to(item, target, depth + 1) if isinstance(key, (str, int)) else None
+            if found is not None:
+                return (key, *found)
+    return None
+
+
+def reference_name(obj: Any) -> str | None:
+    """``course_lib.attention.softmax`` for course_lib's softmax; None for anything not in course_lib."""
+    module, name = getattr(obj, "__module__", None) or "", getattr(obj, "__qualname__", None) or ""
+    return f"{module}.{name}" if module.startswith("course_lib.") and name and "<" not in name else None
+
+
 # ---------------------------------------------------------------- replay (student's run) ----
 
 def _blocked(*args: Any, **kwargs: Any) -> Any:
-    raise RuntimeError("this exercise asks you to write it yourself: the grader blocked a reference implementation")
+    from course_lib.grading import ForbiddenCallError
+
+    raise ForbiddenCallError("this exercise asks you to write it yourself: the grader blocked a reference "
+                             "implementation")
 
 
 @contextlib.contextmanager
-def blocked(names: list[str], forbid: Any, resolve: Any) -> Iterator[None]:
+def blocked(names: list[str], forbid: Any, resolve: Any, allowed: tuple = ()) -> Iterator[None]:
     """``forbid`` the names, and also swap the code of the Python functions among them, so that an
-    alias taken before the test (``from course_lib.rnn import rnn_forward as ref``) is blocked too."""
+    alias taken before the test (``torch.nn.functional.softmax`` kept under another name) is blocked
+    too. A name that no longer exists (a course_lib reference the redacted build stubbed into a class
+    without that method) has nothing left to block, and neither has a reference the test binds as
+    the correct version of a dependency (``allowed``)."""
+    present = []
+    for dotted in names:
+        try:
+            owner, attribute = resolve(dotted)
+        except (AttributeError, ImportError):
+            continue
+        if not any(getattr(owner, attribute, None) is obj for obj in allowed):
+            present.append((dotted, owner, attribute))
     swapped = []
     try:
-        for dotted in names:
-            owner, attribute = resolve(dotted)
+        for _, owner, attribute in present:
             function = getattr(owner, attribute, None)
             if isinstance(function, types.FunctionType) and not function.__code__.co_freevars:
                 swapped.append((function, function.__code__))
                 function.__code__ = _blocked.__code__
-        with forbid(*names, exercise="grader's replay"):
+        with forbid(*[dotted for dotted, _, _ in present], exercise="grader's replay"):
             yield
     finally:
         for function, code in swapped:
@@ -175,32 +274,102 @@ def blocked(names: list[str], forbid: Any, resolve: Any) -> Iterator[None]:
 
 
 def replay(index: int, calls: list[dict], folder: Path, captured: dict, namespace: dict, *,
-           forbid: Any, resolve: Any, perturb: bool = False) -> dict:
-    """Run probe ``index`` on the student's definitions; its record in plain form."""
+           forbid: Any, resolve: Any, perturb: bool = False, bind_references: bool = False,
+           seed: int | None = None) -> dict:
+    """Run probe ``index`` on the student's definitions; its record in plain form.
+
+    ``bind_references``: the graded names the test cell bound to course_lib's references while it
+    called the student's function are bound to them again (one bug costs one exercise).
+    ``seed``: the call runs from this random state instead of the recorded one (a random answer is
+    compared by the distribution of its results over several seeds: :func:`.plain.compare`).
+    """
     meta = calls[index]
     target = captured.get(meta["target"])
     if target is None:
         return {"error": f"NameError: {meta['target']} is not defined"}
     snapshot = _load(folder / f"{index}.pkl", captured, namespace)
+    references = {name: resolve_object(dotted, resolve) for name, dotted in meta.get("binds", {}).items()} \
+        if bind_references else {}
     try:
-        with blocked(meta["forbid"], forbid, resolve), torch.set_grad_enabled(snapshot["grad"]):
+        with blocked(meta["forbid"], forbid, resolve, tuple(references.values())), \
+                torch.set_grad_enabled(snapshot["grad"]), \
+                _bound(namespace, captured, references):
+            parameters: dict[str, torch.Tensor] = {}
             if meta["kind"] == "method":
                 built = _load(folder / f"{meta['instance']}.pkl", captured, namespace)
                 set_rng_state(built["rng"])
                 obj = target(*built["args"], **built["kwargs"])
-                _load_state(obj, snapshot["state"])
+                parameters = _load_state(obj, snapshot["state"])
                 function, args = getattr(target, meta["method"]), (obj, *snapshot["args"])
             else:
                 function, args = target, snapshot["args"]
             set_rng_state(snapshot["rng"])
-            if perturb:
-                torch.manual_seed(PERTURBED_SEED)
-                random.seed(PERTURBED_SEED)
-                np.random.seed(PERTURBED_SEED)
+            if perturb or seed is not None:
+                reseed = PERTURBED_SEED if seed is None else seed
+                torch.manual_seed(reseed)
+                random.seed(reseed)
+                np.random.seed(reseed)
             result = function(*args, **snapshot["kwargs"])
+            record = {"return": plain(result), "args_after": mutable([list(snapshot["args"]), snapshot["kwargs"]])}
+            if meta.get("gradients"):
+                record["gradients"] = gradients(result, (snapshot["args"], snapshot["kwargs"]), parameters)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too: the answer is wrong, the grader goes on
         return describe_error(error)
-    return {"return": plain(result), "args_after": plain([list(snapshot["args"]), snapshot["kwargs"]])}
+    return record
+
+
+def resolve_object(dotted: str, resolve: Any) -> Any:
+    owner, attribute = resolve(dotted)
+    return getattr(owner, attribute)
+
+
+@contextlib.contextmanager
+def _bound(namespace: dict, captured: dict, objects: dict) -> Iterator[None]:
+    """Bind graded names to other objects in the student's namespace (and the grader's copy of it)."""
+    saved = [(where, name, where.get(name, _MISSING)) for where in (namespace, captured) for name in objects]
+    try:
+        for where, name, _ in saved:
+            where[name] = objects[name]
+        yield
+    finally:
+        for where, name, old in saved:
+            if old is _MISSING:
+                where.pop(name, None)
+            else:
+                where[name] = old
+
+
+_MISSING = object()
+
+
+def _tensors(value: Any, depth: int = 0) -> list[torch.Tensor]:
+    """The tensors in a (nested) result or argument list, in order."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 8:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _tensors(item, depth + 1)]
+    if isinstance(value, dict):
+        return [t for key in sorted(value, key=repr) for t in _tensors(value[key], depth + 1)]
+    return []
+
+
+def gradients(result: Any, inputs: Any, parameters: dict[str, torch.Tensor]) -> dict:
+    """The gradient of a fixed random projection of the result with respect to each floating input
+    that requires it and each parameter (named as in the reference): a check that the result
+    depends on its inputs as the reference's does, not only in value."""
+    outputs = [t for t in _tensors(result) if t.is_floating_point() and t.requires_grad]
+    leaves = [t for t in _tensors(inputs) if t.is_floating_point() and t.requires_grad]
+    names = sorted(parameters)
+    wrt = leaves + [parameters[n] for n in names]
+    if not outputs or not wrt:
+        return {"inputs": [None] * len(leaves), "parameters": {n: None for n in names}}
+    generator = torch.Generator().manual_seed(0)
+    total = sum((o * torch.randn(o.shape, generator=generator, dtype=o.dtype)).sum() for o in outputs)
+    found = torch.autograd.grad(total, wrt, allow_unused=True)
+    plain_grads = [None if g is None else plain(g) for g in found]
+    return {"inputs": plain_grads[:len(leaves)], "parameters": dict(zip(names, plain_grads[len(leaves):]))}
 
 
 def _load(path: Path, captured: dict, namespace: dict) -> dict:
@@ -217,25 +386,44 @@ def _load(path: Path, captured: dict, namespace: dict) -> dict:
         return Unpickler(stream).load()
 
 
-def _load_state(obj: Any, state: dict | None) -> None:
-    """Give the student's freshly built module the reference's parameters at the time of the call."""
+def _load_state(obj: Any, state: dict | None) -> dict[str, torch.Tensor]:
+    """Give the student's freshly built module the reference's parameters at the time of the call.
+
+    Parameters are matched by name, and those whose names differ (a contract that does not fix them,
+    a tied weight reported under the other name) by shape where the shape is unique among the
+    unmatched ones, else in order of registration. Returns reference name -> the student's parameter.
+    """
     if state is None:
-        return
+        return {}
     if not isinstance(obj, nn.Module):
         raise TypeError(f"expected an nn.Module, built a {type(obj).__name__}")
-    own = dict(obj.named_parameters())
-    shapes = {k: tuple(v.shape) for k, v in own.items()}
-    wanted = {k: tuple(v.shape) for k, v in state["params"].items()}
-    if shapes != wanted:
-        missing, extra = sorted(set(wanted) - set(shapes)), sorted(set(shapes) - set(wanted))
-        raise AttributeError(f"the module's parameters differ from the reference's (missing {missing}, "
-                             f"unexpected {extra}, or other shapes): use the attribute names the docstring gives")
+    mapping = match_parameters(dict(obj.named_parameters()), state["params"])
     with torch.no_grad():
         for key, value in state["params"].items():
-            own[key].copy_(value)
+            mapping[key].copy_(value)
         buffers = dict(obj.named_buffers())
         for key, value in state["buffers"].items():
             if key in buffers and buffers[key].shape == value.shape:
                 buffers[key].copy_(value)
     for key, module in obj.named_modules():
         module.training = state["training"].get(key, module.training)
+    return mapping
+
+
+def match_parameters(own: dict[str, torch.Tensor], wanted: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Reference parameter name -> the student's parameter of the same role (see _load_state)."""
+    mapping = {k: own[k] for k in wanted if k in own and own[k].shape == wanted[k].shape}
+    left_own = [k for k in own if k not in mapping]
+    left_wanted = [k for k in wanted if k not in mapping]
+    for key in list(left_wanted):
+        same = [k for k in left_own if own[k].shape == wanted[key].shape]
+        if len(same) == 1 and sum(wanted[w].shape == wanted[key].shape for w in left_wanted) == 1:
+            mapping[key] = own[same[0]]
+            left_own.remove(same[0])
+            left_wanted.remove(key)
+    if [tuple(own[k].shape) for k in left_own] == [tuple(wanted[k].shape) for k in left_wanted]:
+        mapping.update({w: own[k] for w, k in zip(left_wanted, left_own)})
+        return mapping
+    shapes = sorted(tuple(v.shape) for v in own.values())
+    raise AttributeError(f"the module's parameters have shapes {shapes}, the reference's "
+                         f"{sorted(tuple(v.shape) for v in wanted.values())}: build the layers the docstring gives")

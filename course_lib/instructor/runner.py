@@ -4,11 +4,16 @@ It executes the cells of ``IN/plan.json`` one by one in an IPython shell (so mag
 ``get_ipython()`` behave as in Jupyter), then replays the grader's probes on the student's
 definitions (:mod:`.probes`). Everything it reports goes to ``OUT``: ``events.jsonl`` (a line when
 each step starts and ends, which the trusted parent also uses to time steps), ``replay/<k>.pt`` and,
-when recording, the probes. The student's code runs in this process, so the parent treats
-everything here as the student's word, except what :func:`.probes.compare` checks itself.
+when recording, the probes. Modes: ``record`` runs the instructor's solution with its test cells
+(visible and hidden parts as separate steps of one cell) and records the probes; ``check`` and
+``grade`` run a plan without test cells (the grader never sends test code to a student's sandbox)
+and replay the probes, ``check`` twice (the second time from another random state). The student's
+code runs in this process, so the parent treats everything here as the student's word, except
+what :func:`.plain.compare` checks itself.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -100,9 +105,14 @@ def main(argv: list[str]) -> int:
         if recorder:
             recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
         started = time.perf_counter()
-        result = shell.run_cell(cell["source"], store_history=False)
-        if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
-            os._exit(0)
+        for segment, source in cell.get("segments") or [("visible", cell["source"])]:
+            if recorder:
+                recorder.segment = segment
+            result = shell.run_cell(source, store_history=False)
+            if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
+                os._exit(0)
+            if _error(result):
+                break
         if recorder:
             recorder.cell = None
         if cell["kind"] == "solution":
@@ -123,12 +133,17 @@ def main(argv: list[str]) -> int:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
                 continue
             events.emit(step=step, start=True)
-            for perturb in (False, True) if plan["mode"] == "check" else (False,):
-                record = probes.replay(index, calls, inbox / "probes", captured, shell.user_ns,
-                                       forbid=forbid, resolve=_resolve, perturb=perturb)
-                if os.getpid() != main_pid:
-                    os._exit(0)
-                torch.save(record, outbox / "replay" / f"{index}{'.perturbed' if perturb else ''}.pt")
+            replay = functools.partial(probes.replay, index, calls, inbox / "probes", captured, shell.user_ns,
+                                       forbid=forbid, resolve=_resolve, bind_references=plan.get("bind", False))
+            if index in plan.get("sampled", []):  # a random answer: its results from several seeds
+                record = {"samples": [replay(seed=seed) for seed in probes.SAMPLE_SEEDS]}
+            else:
+                record = replay()
+            if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
+                os._exit(0)
+            torch.save(record, outbox / "replay" / f"{index}.pt")
+            if plan["mode"] == "check":
+                torch.save(replay(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
             events.emit(step=step, ok=True)
     events.emit(done=True)
     sys.stdout.flush()

@@ -1,13 +1,17 @@
 """One sandboxed run of a plan of cells, resumed past every cell that crashes or hangs.
 
 The runner reports each step's start and end in ``events.jsonl``; the parent times the running step
-from it. When a step breaks a limit or kills the process, the plan runs again from the start with
-that step skipped and its reason recorded, so one bad function costs only the tests that call it.
+from it. The parent creates that file itself before each run and reads it through the descriptor it
+keeps, so whatever the student's code later puts at its path (a FIFO, a link) changes nothing it
+reads; everything else read back from the outbox goes through :mod:`.untrusted`. When a step
+breaks a limit or kills the process, the plan runs again from the start with that step skipped and
+its reason recorded, so one bad function costs only the tests that call it.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import sys
 import time
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from .sandbox import INBOX, OUTBOX, Limits, Sandbox, describe_end
+from .untrusted import Unreadable, read_fd, read_range, safe_data
 
 MAX_ATTEMPTS = 8
 MAX_EVENTS_BYTES = 8 << 20
@@ -34,39 +39,69 @@ class Run:
 
 
 class StepWatch:
-    """Reads new events as they come and says "step" when the running step is over its time."""
+    """Reads new events as they come and says "step" when the running step is over its time.
+
+    It creates ``path`` (which must not exist yet: the outbox is fresh) before the sandbox starts
+    and keeps it open: the runner appends to that file, and the parent reads that file through its
+    own descriptor even if the student's code renames it or puts a FIFO or a link at its path. At
+    most ``MAX_EVENTS_BYTES`` are read. :meth:`finish` reads the rest and closes it.
+    """
 
     def __init__(self, path: Path, limit_s: float):
         self.path, self.limit_s = path, limit_s
+        self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                      0o644)
         self.offset, self.buffer = 0, b""
+        self.events: list[dict] = []
         self.running: int | None = None
         self.since = time.monotonic()
 
-    def __call__(self) -> str | None:
-        try:
-            with open(self.path, "rb") as stream:
-                stream.seek(self.offset)
-                chunk = stream.read(1 << 20)
-        except OSError:
-            chunk = b""
-        self.offset += len(chunk)
-        lines = (self.buffer + chunk).split(b"\n")
-        self.buffer = lines.pop()[-4096:]
-        for event in _parse(lines):
+    def _read(self) -> None:
+        while self.fd is not None and self.offset < MAX_EVENTS_BYTES:
+            chunk = read_fd(self.fd, self.offset, min(1 << 20, MAX_EVENTS_BYTES - self.offset), shown="events.jsonl")
+            if not chunk:
+                return
+            self.offset += len(chunk)
+            lines = (self.buffer + chunk).split(b"\n")
+            self.buffer = lines.pop()[-4096:]
+            self._add(_parse(lines))
+
+    def _add(self, events: list[dict]) -> None:
+        for event in events:
+            self.events.append(event)
             if event.get("start"):
                 self.running, self.since = event.get("step"), time.monotonic()
             elif "ok" in event and event.get("step") == self.running:
                 self.running = None
+
+    def __call__(self) -> str | None:
+        try:
+            self._read()
+        except Unreadable:  # a read over its deadline: try again at the next poll
+            pass
         if self.running is not None and time.monotonic() - self.since > self.limit_s:
             return "step"
         return None
 
+    def finish(self) -> list[dict]:
+        """Every event of the run (call it once the sandbox has ended)."""
+        try:
+            self._read()
+        except Unreadable:
+            pass
+        if self.fd is not None:
+            self._add(_parse([self.buffer]))
+            os.close(self.fd)
+            self.fd, self.buffer = None, b""
+        return self.events
+
 
 def _parse(lines: list[bytes]) -> list[dict]:
+    """The events among ``lines`` (the student's word: lone surrogates in their text are replaced)."""
     events = []
     for line in lines:
         try:
-            event = json.loads(line)
+            event = safe_data(json.loads(line), strip_controls=False)
         except (ValueError, RecursionError):
             continue
         if isinstance(event, dict) and (event.get("done") is True or isinstance(event.get("step"), int)):
@@ -75,16 +110,19 @@ def _parse(lines: list[bytes]) -> list[dict]:
 
 
 def read_events(path: Path) -> list[dict]:
+    """The events of a finished run's ``events.jsonl`` (its first ``MAX_EVENTS_BYTES``), read without
+    following a link or opening a FIFO; none when it is missing or not a regular file."""
     try:
-        with open(path, "rb") as stream:
-            return _parse(stream.read(MAX_EVENTS_BYTES).split(b"\n"))
-    except OSError:
+        return _parse(read_range(path, 0, MAX_EVENTS_BYTES).split(b"\n"))
+    except (Unreadable, OSError):
         return []
 
 
 def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
-             slot: int = 0, related: Callable[[int], list[int]] = lambda step: []) -> Run:
-    """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder).
+             slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
+             course_lib: Path | None = None) -> Run:
+    """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder), with
+    ``course_lib`` (a redacted copy) in place of the installed package when given.
 
     ``related(step)`` names the steps to skip along with a step that broke the process (the
     replays of a test cell that crashed, the other replays of a function that crashed).
@@ -107,15 +145,21 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
         (inbox / "plan.json").write_text(json.dumps({**plan, "skip": {str(k): v for k, v in skip.items()}}),
                                          encoding="utf-8")
         remaining = limits.wall_s - (time.monotonic() - started)
-        ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
-                            limits=dataclasses.replace(limits, wall_s=max(remaining, 1.0)),
-                            watch=StepWatch(run.outbox / "events.jsonl", limits.cell_s))
-        events = read_events(run.outbox / "events.jsonl")
+        watch = StepWatch(run.outbox / "events.jsonl", limits.cell_s)
+        try:
+            ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
+                                limits=dataclasses.replace(limits, wall_s=max(remaining, 1.0)), watch=watch,
+                                course_lib=course_lib)
+        finally:
+            events = watch.finish()
         run.attempts, run.log = attempt, _tail(workdir / "log.txt")
         run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
         started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]
         culprit = started_steps[-1] if started_steps and started_steps[-1] not in run.steps else None
         finished = len(run.steps) == steps
+        if ended.why == "outbox" and culprit is None:  # filled up between two measurements, then exited
+            run.failure = f"the grading process {describe_end(ended, limits)}"
+            break
         if finished and (culprit is None):
             break
         if culprit is None:
@@ -134,10 +178,6 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
 
 def _tail(path: Path) -> str:
     try:
-        with open(path, "rb") as stream:
-            stream.seek(0, 2)
-            size = stream.tell()
-            stream.seek(max(0, size - LOG_TAIL_BYTES))
-            return stream.read().decode("utf-8", errors="replace")
-    except OSError:
+        return read_range(path, -LOG_TAIL_BYTES, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+    except (Unreadable, OSError):
         return ""

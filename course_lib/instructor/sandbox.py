@@ -10,7 +10,9 @@ process limit counts only that student's processes.
 
 Limits per process are set by the runner itself before any student code (address space, processes,
 file size, no core dumps). The trusted parent adds what a process cannot limit for itself: wall
-time per step and for the whole run, and the resident memory of all the sandbox's processes together.
+time per step and for the whole run, the resident memory of all the sandbox's processes together,
+and the size of the outbox (many files, each under the per-file limit, would fill the grader's disk),
+measured without following links (:func:`.untrusted.tree_bytes`).
 """
 from __future__ import annotations
 
@@ -26,11 +28,13 @@ from pathlib import Path
 from typing import Callable
 
 from .course import CourseError
+from .untrusted import tree_bytes
 
 INBOX, OUTBOX, SCRATCH = "/sandbox/in", "/sandbox/out", "/sandbox/work"
 SLOT_UID_BASE = 64000  # sandboxes of a root grader run as uid/gid 64000 + slot
 POLL_S = 0.1
 MEMORY_EVERY = 3  # polls between two memory measurements
+OUTBOX_EVERY = 2  # polls between two measurements of the outbox
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -45,6 +49,7 @@ class Limits:
     file_bytes: int = 64 << 20  # largest file the student's code may write
     output_bytes: int = 16 << 20  # printed output (stdout and stderr) of one run
     scratch_bytes: int = 1 << 30  # the writable working folder (a tmpfs, so it also counts as memory)
+    outbox_bytes: int = 256 << 20  # everything in the outbox together (the results; probes when recording)
     threads: int = 1  # torch/OpenMP threads
 
 
@@ -73,6 +78,8 @@ def describe_end(ended: Ended, limits: Limits) -> str:
         return f"printed more than {limits.output_bytes / 2**20:.3g} MiB of output"
     if ended.why == "memory":
         return f"used more than {limits.memory_bytes / 2**30:.3g} GiB of memory"
+    if ended.why == "outbox":
+        return f"wrote more than {limits.outbox_bytes / 2**20:.3g} MiB of results"
     number = ended.signal
     if number == signal.SIGXFSZ:
         return f"wrote a file over the {limits.file_bytes / 2**20:.3g} MiB limit"
@@ -103,8 +110,12 @@ class Sandbox:
             + ("; as root, the process limit does not apply either" if self.root else ""))
 
     def run(self, argv: list[str], *, inbox: Path, outbox: Path, log: Path, limits: Limits, slot: int = 0,
-            watch: Callable[[], str | None] = lambda: None) -> Ended:
-        """Run ``argv`` (whose paths use INBOX/OUTBOX/SCRATCH) until it exits or breaks a limit."""
+            watch: Callable[[], str | None] = lambda: None, course_lib: Path | None = None) -> Ended:
+        """Run ``argv`` (whose paths use INBOX/OUTBOX/SCRATCH) until it exits or breaks a limit.
+
+        ``course_lib``: a folder mounted over the installed course_lib package inside the sandbox
+        (:mod:`.redacted`); the unsafe fallback cannot hide the installed one.
+        """
         scratch = outbox.parent / "scratch"
         if not self.isolated:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -114,33 +125,45 @@ class Sandbox:
         uid = SLOT_UID_BASE + slot if self.isolated and self.root else None
         if uid is not None:
             os.chown(outbox, uid, uid)
+            for entry in os.scandir(outbox):  # what the parent put there before the run (events.jsonl)
+                os.chown(entry.path, uid, uid, follow_symlinks=False)
             argv = argv + ["--drop-to", str(uid)]
-        command = self._wrap(argv, inbox, outbox, limits) if self.isolated else argv
+        command = self._wrap(argv, inbox, outbox, limits, course_lib) if self.isolated else argv
         env = _environment(limits, mapping[SCRATCH] if not self.isolated else SCRATCH)
         started = time.monotonic()
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    env=env, cwd=scratch if not self.isolated else "/", start_new_session=True)
         printed = _Drain(process.stdout, log, limits.output_bytes)
         why, polls = "", 0
-        while process.poll() is None:
-            time.sleep(POLL_S)
-            polls += 1
-            if time.monotonic() - started > limits.wall_s:
-                why = "wall"
-            elif printed.total > limits.output_bytes:
-                why = "output"
-            elif polls % MEMORY_EVERY == 0 and _resident_bytes(process.pid) > limits.memory_bytes:
-                why = "memory"
-            else:
-                why = watch() or ""
-            if why:
-                _kill(process)
-                break
+        try:
+            while process.poll() is None:
+                time.sleep(POLL_S)
+                polls += 1
+                if time.monotonic() - started > limits.wall_s:
+                    why = "wall"
+                elif printed.total > limits.output_bytes:
+                    why = "output"
+                elif polls % MEMORY_EVERY == 0 and _resident_bytes(process.pid) > limits.memory_bytes:
+                    why = "memory"
+                elif polls % OUTBOX_EVERY == 0 and tree_bytes(outbox, limits.outbox_bytes) > limits.outbox_bytes:
+                    why = "outbox"
+                else:
+                    why = watch() or ""
+                if why:
+                    _kill(process)
+                    break
+        except BaseException:  # a bug in a watch, or Ctrl-C: the sandbox must not outlive the grader's loop
+            _kill(process)
+            raise
         process.wait()
         printed.join()
-        return Ended(process.returncode if not why else -signal.SIGKILL, why, time.monotonic() - started)
+        returncode = process.returncode if not why else -signal.SIGKILL
+        if not why and tree_bytes(outbox, limits.outbox_bytes) > limits.outbox_bytes:
+            why = "outbox"  # filled between two measurements and exited: over the quota all the same
+        return Ended(returncode, why, time.monotonic() - started)
 
-    def _wrap(self, argv: list[str], inbox: Path, outbox: Path, limits: Limits) -> list[str]:
+    def _wrap(self, argv: list[str], inbox: Path, outbox: Path, limits: Limits,
+              course_lib: Path | None = None) -> list[str]:
         command = [self.bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net",
                    "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
         if not self.root:
@@ -157,6 +180,8 @@ class Sandbox:
         made = {"/", "/usr", "/etc"}
         for path in _python_paths():
             command += _dirs(path, made) + ["--ro-bind", path, path]
+        if course_lib is not None:  # bound after the Python paths, so it hides the real package
+            command += ["--ro-bind", str(course_lib), _installed_course_lib()]
         command += ["--proc", "/proc", "--dev", "/dev",
                     "--perms", "1777", "--size", str(limits.scratch_bytes), "--tmpfs", SCRATCH]
         command += _dirs(INBOX, made) + ["--ro-bind", str(inbox), INBOX, "--bind", str(outbox), OUTBOX]
@@ -248,6 +273,12 @@ def _python_paths() -> list[str]:
             continue
         kept.append(path)
     return kept
+
+
+def _installed_course_lib() -> str:
+    import course_lib
+
+    return str(Path(course_lib.__file__).resolve().parent)
 
 
 def _under(path: str, folder: str) -> bool:

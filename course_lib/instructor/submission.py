@@ -14,13 +14,13 @@ from pathlib import Path
 import nbformat
 
 from .notebooks import defined_names, nbgrader_meta, read_notebook
+from .untrusted import Missing, Unreadable, read_bytes, safe_data
 
 MAX_NOTEBOOK_BYTES = 20 << 20
 MAX_ANSWER_CHARS = 200_000
 
 
-class Unreadable(Exception):
-    """The submission cannot be graded at all; the message says why."""
+# Unreadable (from .untrusted): the submission cannot be graded at all; the message says why.
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,33 @@ class Cell:
     points: float = 0.0
 
     def as_plan(self) -> dict:
-        return {"kind": self.kind, "grade_id": self.grade_id, "source": self.source, "names": list(self.names)}
+        plan = {"kind": self.kind, "grade_id": self.grade_id, "source": self.source, "names": list(self.names)}
+        if self.kind == "test":
+            plan["segments"] = split_test_cell(self.source)
+        return plan
+
+
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+
+
+def split_test_cell(source: str) -> list[tuple[str, str]]:
+    """A test cell as its visible and hidden parts, in order, each runnable on its own; the whole
+    cell as one hidden part when a hidden block does not stand at the top level."""
+    segments: list[tuple[str, list[str]]] = [("visible", [])]
+    for line in source.splitlines():
+        if line.strip() == HIDDEN_BEGIN:
+            segments.append(("hidden", []))
+        elif line.strip() == HIDDEN_END:
+            segments.append(("visible", []))
+        else:
+            segments[-1][1].append(line)
+    parts = [(kind, "\n".join(lines)) for kind, lines in segments if "".join(lines).strip()]
+    try:
+        for _, code in parts:
+            compile(code, "<test>", "exec")
+    except SyntaxError:
+        return [("hidden", source)]
+    return parts
 
 
 @dataclass
@@ -68,27 +94,33 @@ def cell_ids(path: Path) -> dict[str, str]:
     return {nbgrader_meta(c)["grade_id"]: c.get("id", "") for c in notebook.cells if nbgrader_meta(c).get("solution")}
 
 
-def read_submission(path: Path) -> dict:
-    """The student's notebook as raw JSON (format 4; format 3 is converted), or Unreadable with the reason."""
-    if not path.is_file():
+def read_submission(path: Path, root: Path | None = None) -> dict:
+    """The student's notebook as raw JSON (format 4; format 3 is converted), or Unreadable with the reason.
+
+    Read with :func:`.untrusted.read_bytes` below ``root`` (the submission folder; by default the
+    notebook's own): a link (to ``solutions/``) is refused, never followed, as are a FIFO and a file
+    over ``MAX_NOTEBOOK_BYTES`` (known before reading it). Lone surrogates, which JSON escapes allow
+    and no UTF-8 writer accepts, are replaced in every string of the notebook.
+    """
+    try:
+        data = read_bytes(path, MAX_NOTEBOOK_BYTES, root=root)
+    except Missing:
         others = sorted(p.name for p in path.parent.glob("*.ipynb")) if path.parent.is_dir() else []
-        raise Unreadable(f"no {path.name} in the submission" + (f" (it holds {', '.join(others)})" if others else ""))
-    data = path.read_bytes()
-    if len(data) > MAX_NOTEBOOK_BYTES:
-        raise Unreadable(f"{path.name} is {len(data) >> 20} MiB, over the {MAX_NOTEBOOK_BYTES >> 20} MiB limit")
+        raise Unreadable(f"no {path.name} in the submission" + (f" (it holds {', '.join(others)})" if others else "")
+                         ) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise Unreadable(f"{path.name} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     try:
-        raw = json.loads(text)
+        raw = safe_data(json.loads(text), strip_controls=False)
     except (json.JSONDecodeError, RecursionError) as error:
         raise Unreadable(f"{path.name} is not valid JSON ({getattr(error, 'msg', 'nested too deep')})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("nbformat"), int):
         raise Unreadable(f"{path.name} is not a Jupyter notebook")
     if raw["nbformat"] == 3:
         try:
-            raw = json.loads(nbformat.writes(nbformat.reads(text, as_version=4)))
+            raw = json.loads(nbformat.writes(nbformat.reads(json.dumps(raw), as_version=4)))
             raw["converted_from"] = 3
         except Exception as error:  # nbformat raises many kinds on malformed v3 input
             raise Unreadable(f"{path.name} is in notebook format 3 and could not be converted ({error})") from None
@@ -143,9 +175,12 @@ def answers(raw: dict, cells: list[Cell], ids: dict[str, str]) -> Answers:
 
 
 def graded_plan(cells: list[Cell], found: Answers, stubs: dict[str, str]) -> list[Cell]:
-    """The cells to run: the source's, with each answer cell's code replaced by the student's (or the stub)."""
+    """The cells a student's sandbox runs: the source's cells up to its last answer cell, without its
+    test cells (they never leave the grader), each answer cell's code replaced by the student's (or
+    the release's stub)."""
+    last = max((i for i, c in enumerate(cells) if c.kind == "solution"), default=-1)
     return [Cell(c.kind, c.grade_id, found.code.get(c.grade_id, stubs.get(c.grade_id, "raise NotImplementedError()")),
-                 c.names, c.points) if c.kind == "solution" else c for c in cells]
+                 c.names, c.points) if c.kind == "solution" else c for c in cells[:last + 1] if c.kind != "test"]
 
 
 def release_stubs(path: Path) -> dict[str, str]:

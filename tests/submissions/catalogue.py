@@ -2,8 +2,10 @@
 
 Each fixture builds the files of one submission folder from the course root (some attacks need the
 course's absolute paths). Answers not named keep the honest solution. The toy's points: double 1,
-softmax 2, attention 2, rnn_step 1, affine 1, dropout 1 (8 in all). ``test_dropout`` is stochastic,
-so the grader cannot re-check it with a probe: a submission whose code tampers gets it flagged.
+softmax 2, attention 2, rnn_step 1, affine 1, dropout 1 (8 in all). ``test_dropout`` is stochastic:
+the grader compares the distribution of its results over several seeds with the solution's. No test
+cell runs where the student's code does, so tampering with the checks earns nothing: a wrong answer
+fails the grader's own comparison.
 """
 from __future__ import annotations
 
@@ -31,10 +33,33 @@ class Expected:
 
 
 @dataclass(frozen=True)
+class Link:
+    """Not a file: a symbolic link to ``target`` (relative to the course root, or absolute). Under the
+    name :data:`FOLDER` it replaces the whole submission folder."""
+
+    target: str
+
+
+@dataclass(frozen=True)
+class Fifo:
+    """Not a file: a named pipe, whose reader waits for a writer that never comes."""
+
+
+@dataclass(frozen=True)
+class Sparse:
+    """A file of ``size`` bytes that takes no disk space (all of it a hole)."""
+
+    size: int
+
+
+FOLDER = "."  # the name under which a Link is the submission folder itself
+
+
+@dataclass(frozen=True)
 class Fixture:
     name: str
     description: str
-    build: Callable[[Path], dict[str, bytes]]
+    build: Callable[[Path], dict[str, bytes | Link | Fifo | Sparse]]  # file name -> content (see _submit)
     expected: Expected
     isolation: bool = True  # needs bubblewrap's isolation to be safe or to give this outcome
 
@@ -140,6 +165,28 @@ def _latin1(root: Path) -> dict[str, bytes]:
     return {f"{ASSIGNMENT}.ipynb": nbformat.writes(notebook).encode("latin-1")}
 
 
+def _hostile_text(root: Path) -> dict[str, bytes]:
+    """Text no writer accepts and cells a spreadsheet would run: a lone surrogate (JSON allows
+    "\\ud800") in a grade_id, in a comment and in an error message; cells that start with "=cmd|"."""
+    formula = "=cmd|' /C calc'!A0"
+    notebook = answered(root, double=f"# a note \ud800\ndef double(x):\n    raise ValueError({formula!r} + chr(0xD800))")
+    cell = cells_where(notebook, "answer_softmax")[0]
+    cell.metadata["nbgrader"]["grade_id"] = formula + "\ud800"
+    cell.id = "hostile-cell"
+    cell.source = formula + "\n" + cell.source
+    return {f"{ASSIGNMENT}.ipynb": json.dumps(notebook).encode("ascii")}  # "\ud800" as JSON writes it
+
+
+def _pasted_softmax() -> str:
+    """course_lib's softmax as a student would paste it: its source with the variables renamed."""
+    import inspect
+
+    import course_lib.attention
+
+    source = inspect.getsource(course_lib.attention.softmax)
+    return "import torch\n\n" + source.replace("shifted", "z").replace(" e ", " ex ").replace("e.sum", "ex.sum")
+
+
 def _path(root: Path, *parts: str) -> str:
     return str(root.joinpath(*parts))
 
@@ -155,12 +202,100 @@ HARDCODED_DOUBLE = "def double(x):\n    return {2: 4, 3.0: 6.0}.get(x, 0)  # the
 WRONG_ATTENTION = "def attention(q, k, v):\n    return v[:, :q.shape[1]]"
 WRONG_AFFINE = ANSWERS["affine"].replace("return x * self.weight + self.bias", "return x")
 HONEST_AFFINE_BODY = ANSWERS["affine"]
+OUTBOX = "/sandbox/out"  # the sandbox's outbox, where the runner writes events.jsonl and replay/<k>.pt
+EVENTS_FIFO = (f"import os\nos.remove('{OUTBOX}/events.jsonl')\nos.mkfifo('{OUTBOX}/events.jsonl')\n\n"
+               + ANSWERS["double"])
+# FIFOs where the replayed results go, each with a reader in a thread so that the runner's writes
+# succeed and it reports every replay as done: the FIFOs are what the grader finds afterwards.
+REPLAY_FIFOS = f"""import os, threading, time
+os.makedirs('{OUTBOX}/replay', exist_ok=True)
+_readers = []
+for _k in range(256):
+    os.mkfifo(f'{OUTBOX}/replay/{{_k}}.pt')
+    _readers.append(os.open(f'{OUTBOX}/replay/{{_k}}.pt', os.O_RDONLY | os.O_NONBLOCK))
+
+def _drain():
+    while True:
+        for _fd in _readers:
+            try:
+                os.read(_fd, 1 << 20)
+            except BlockingIOError:
+                pass
+        time.sleep(0.002)
+
+threading.Thread(target=_drain, daemon=True).start()
+
+""" + ANSWERS["double"]
+# Links where the replayed results go: inside the sandbox /dev/stdin is /dev/null, so the runner's
+# writes succeed; outside, it is the grader's own stdin (in a terminal, a read that waits for a key).
+REPLAY_LINKS = (f"import os\nos.makedirs('{OUTBOX}/replay', exist_ok=True)\nfor _k in range(256):\n"
+                f"    os.symlink('/dev/stdin', f'{OUTBOX}/replay/{{_k}}.pt')\n\n" + ANSWERS["double"])
+# 200 MiB of results in 4 MiB files, each under the per-file limit; slowly enough to be caught mid-step.
+OUTBOX_FLOOD = f"""import time
+
+def double(x):
+    for _i in range(50):
+        with open(f'{OUTBOX}/junk-{{_i}}.bin', 'wb') as _out:
+            _out.write(bytes(4 << 20))
+        time.sleep(0.05)
+    return 2 * x"""
+
+
+# Everything the sandbox's inbox holds, in the error message of every call: hidden test code would
+# reach the feedback this way if it were ever in the sandbox.
+LEAK_INBOX = """import os
+
+def double(x):
+    seen = []
+    for folder, _, names in os.walk("/sandbox/in"):
+        for name in names:
+            try:
+                with open(os.path.join(folder, name), "rb") as stream:
+                    seen.append(name + ": " + stream.read(20000).decode("utf-8", "replace"))
+            except OSError:
+                pass
+    raise ValueError("\\n".join(seen))"""
+# Four routes to course_lib's reference of rnn_step (rnn_cell_step, which its test forbids): in the
+# grader's sandbox that reference is a stub that raises, so each earns nothing.
+REFERENCE_BY_STRINGS = """import importlib, operator
+
+_reference = operator.attrgetter("rnn" + "_cell_" + "step")(importlib.import_module("course_lib." + "rnn"))
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    return _reference(x_t, h_prev, W_e, W_h, b)"""
+REFERENCE_CODE_COPY = """import types
+import course_lib.rnn
+
+_original = course_lib.rnn.rnn_cell_step
+_copy = types.FunctionType(_original.__code__, _original.__globals__, "copy", _original.__defaults__)
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    return _copy(x_t, h_prev, W_e, W_h, b)"""
+GUARD_DISABLED = """import contextlib
+import torch
+import course_lib.rnn
+
+_grading = torch.sys.modules["course_lib.grading"]
+_grading._resolve = lambda dotted: (type("Nothing", (), {"x": None}), "x")
+_grading.forbid = lambda *names, **kwargs: contextlib.nullcontext()
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    return course_lib.rnn.rnn_cell_step(x_t, h_prev, W_e, W_h, b)"""
+REFERENCE_SOURCE = """import ast, inspect
+import course_lib.rnn
+
+_tree = ast.parse(inspect.getsource(course_lib.rnn))
+_code = next(n for n in _tree.body if getattr(n, "name", "") == "rnn_cell_step")
+_space = dict(vars(course_lib.rnn))
+exec(compile(ast.Module([_code], []), "reference", "exec"), _space)
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    return _space["rnn_cell_step"](x_t, h_prev, W_e, W_h, b)"""
 
 
 def _fixtures() -> list[Fixture]:
     f = Fixture
     full = Expected(GRADED, POINTS)
-    tamper_flags_dropout = ("test_dropout",)  # tampering code: the unverifiable stochastic check is not credited
     return [
         # --- honest and wrong ---
         f("honest", "the solution", submission(), full),
@@ -179,25 +314,25 @@ def _fixtures() -> list[Fixture]:
         f("sigint_ignored", "attention loops forever and ignores SIGINT",
           submission(attention="import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n\n"
                                "def attention(q, k, v):\n    while True:\n        pass"),
-          Expected(REVIEW, 5, failed=("test_attention",), review=tamper_flags_dropout, why="time limit")),
+          Expected(GRADED, 6, failed=("test_attention",), why="time limit")),
         f("os_exit", "rnn_step ends the process with os._exit",
           submission(rnn_step="import os\n\ndef rnn_step(x_t, h_prev, W_e, W_h, b):\n    os._exit(3)"),
-          Expected(REVIEW, 6, failed=("test_rnn_step",), review=tamper_flags_dropout, why="exit status 3")),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="exit status 3")),
         f("segfault", "softmax dereferences a null pointer",
           submission(softmax="import ctypes\n\ndef softmax(x, dim=-1):\n    return ctypes.string_at(0)"),
-          Expected(REVIEW, 5, failed=("test_softmax",), review=tamper_flags_dropout, why="segmentation fault")),
+          Expected(GRADED, 6, failed=("test_softmax",), why="segmentation fault")),
         f("memory_50gb", "attention allocates 50 GB",
           submission(attention="def attention(q, k, v):\n    big = torch.empty(50 * 2**30, dtype=torch.uint8)\n"
                                "    big.fill_(1)\n    return v"),
           Expected(GRADED, 6, failed=("test_attention",), why="RuntimeError")),
         f("fork_bomb", "the rnn_step answer cell forks until the process limit",
           submission(rnn_step="import os\nwhile True:\n    os.fork()\n\n" + ANSWERS["rnn_step"]),
-          Expected(REVIEW, 6, failed=("test_rnn_step",), review=tamper_flags_dropout, why="NameError")),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="NameError")),
         f("detached_process", "starts a background process that would outlive the grading",
           submission(double="import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
                             f"'import time; time.sleep(600)  # {MARKER}'], start_new_session=True)\n\n"
                             + ANSWERS["double"]),
-          Expected(REVIEW, 7, review=tamper_flags_dropout)),
+          Expected(GRADED, POINTS)),
         f("huge_output", "softmax prints 1 GB on one line",
           submission(softmax="def softmax(x, dim=-1):\n    for _ in range(1024):\n"
                              "        print('x' * 2**20, end='')\n    return x"),
@@ -205,7 +340,7 @@ def _fixtures() -> list[Fixture]:
         f("big_file", "attention writes a 1 GB file",
           submission(attention="def attention(q, k, v):\n    with open('big.bin', 'wb') as out:\n"
                                "        for _ in range(1024):\n            out.write(bytes(2**20))\n    return v"),
-          Expected(REVIEW, 5, failed=("test_attention",), review=tamper_flags_dropout, why="File too large")),
+          Expected(GRADED, 6, failed=("test_attention",), why="File too large")),
         # --- the notebook's structure ---
         f("test_edited", "the softmax test cell replaced by `pass`, with a wrong softmax",
           submission(_edit_test("test_softmax", source="pass"), softmax=WRONG_SOFTMAX),
@@ -228,59 +363,59 @@ def _fixtures() -> list[Fixture]:
         f("input_transformer", "an input transformer turns every check into `pass`; double is wrong",
           submission(double="def _skip(lines):\n    return ['pass\\n'] if any('check' in l for l in lines) else lines\n"
                             "get_ipython().input_transformers_cleanup.append(_skip)\n\n" + IDENTITY_DOUBLE),
-          Expected(REVIEW, 6, review=("test_double", "test_dropout"), why="re-check")),
+          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
         f("events_hook", "a post_run_cell hook erases every error; softmax is wrong",
           submission(softmax="get_ipython().events.register('post_run_cell', "
                              "lambda result: setattr(result, 'error_in_exec', None))\n\n" + WRONG_SOFTMAX),
-          Expected(REVIEW, 5, review=("test_softmax", "test_dropout"), why="re-check")),
+          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
         f("custom_exception_handler", "a custom exception handler swallows errors; attention is wrong",
           submission(attention="get_ipython().set_custom_exc((Exception,), lambda *args, **kwargs: None)\n\n"
                                + WRONG_ATTENTION),
-          Expected(REVIEW, 5, failed=("test_attention",), review=tamper_flags_dropout)),
+          Expected(GRADED, 6, failed=("test_attention",))),
         # --- cheating ---
         f("eq_always_true", "double returns a float whose == is always True",
           submission(double="class Yes(float):\n    def __eq__(self, other):\n        return True\n\n"
                             "def double(x):\n    return Yes(0)"),
-          Expected(REVIEW, 6, failed=("test_double",), review=tamper_flags_dropout)),
+          Expected(GRADED, 7, failed=("test_double",))),
         f("rebound_checks", "check and check_close rebound to do nothing; double and softmax wrong",
           submission(double="check_close = lambda *args, **kwargs: None\ncheck = lambda *args, **kwargs: None\n\n"
                             + IDENTITY_DOUBLE, softmax=WRONG_SOFTMAX),
-          Expected(REVIEW, 4, review=("test_double", "test_softmax", "test_dropout"), why="re-check")),
+          Expected(GRADED, 5, failed=("test_double", "test_softmax"), why="values differ")),
         f("patched_allclose", "torch.allclose patched to say True; Affine is wrong",
           submission(affine="torch.allclose = lambda *args, **kwargs: True\n\n" + WRONG_AFFINE),
-          Expected(REVIEW, 6, review=("test_affine", "test_dropout"), why="re-check")),
+          Expected(GRADED, 7, failed=("test_affine",), why="does not track gradients")),
         f("patched_np_allclose", "numpy.allclose patched to say True; dropout forgets to rescale",
           submission(dropout="np.allclose = lambda *args, **kwargs: True\n\ndef dropout(x, p):\n"
                              "    return x * (torch.rand_like(x) >= p)"),
-          Expected(REVIEW, 7, review=("test_dropout",), why="cannot re-check")),
+          Expected(GRADED, 7, failed=("test_dropout",), why="random seeds")),
         f("patched_grading", "course_lib.grading.check_close and torch.testing.assert_close patched; softmax wrong",
           submission(softmax="import course_lib.grading\ncourse_lib.grading.check_close = lambda *a, **k: None\n"
                              "torch.testing.assert_close = lambda *a, **k: None\n\n" + WRONG_SOFTMAX),
-          Expected(REVIEW, 5, failed=("test_softmax",), review=tamper_flags_dropout)),
+          Expected(GRADED, 6, failed=("test_softmax",))),
         f("forbid_disabled", "forbid rebound to do nothing, attention calls F.scaled_dot_product_attention",
           submission(attention="import contextlib\nforbid = lambda *names, exercise=None: contextlib.nullcontext()\n\n"
                                "def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"),
-          Expected(REVIEW, 5, review=("test_attention", "test_dropout"), why="yourself")),
+          Expected(GRADED, 6, failed=("test_attention",), why="yourself")),
         f("read_solutions", "double is right only if the source notebook with hidden tests is readable",
           lambda root: files(answered(root, double=f"try:\n    _LEAK = open({_path(root, 'solutions', ASSIGNMENT, ASSIGNMENT + '.ipynb')!r}).read()\n"
                                                    "except OSError:\n    _LEAK = ''\n\n"
                                                    "def double(x):\n    return 2 * x if 'HIDDEN' in _LEAK else x")),
-          Expected(REVIEW, 6, failed=("test_double",), review=tamper_flags_dropout)),
+          Expected(GRADED, 7, failed=("test_double",))),
         f("read_gradebook", "double is right only if the gradebook is readable",
           lambda root: files(answered(root, double=f"import sqlite3\ntry:\n    _ROWS = sqlite3.connect('file:{_path(root, 'gradebook.db')}?mode=ro', "
                                                    "uri=True).execute('select count(*) from grade').fetchall()\n"
                                                    "except Exception:\n    _ROWS = None\n\n"
                                                    "def double(x):\n    return 2 * x if _ROWS else x")),
-          Expected(REVIEW, 6, failed=("test_double",), review=tamper_flags_dropout)),
+          Expected(GRADED, 7, failed=("test_double",))),
         f("write_gradebook", "sets every manual and automatic score to 100 in the gradebook",
           lambda root: files(answered(root, double=f"import sqlite3\ntry:\n    _db = sqlite3.connect({_path(root, 'gradebook.db')!r})\n"
                                                    "    _db.execute('update grade set manual_score = 100, auto_score = 100')\n"
                                                    "    _db.commit()\nexcept Exception:\n    pass\n\n" + ANSWERS["double"])),
-          Expected(REVIEW, 7, review=tamper_flags_dropout)),
+          Expected(GRADED, POINTS)),
         f("reseeded", "dropout reseeds the generator on every call, so its masks never change",
           submission(dropout="def dropout(x, p):\n    torch.manual_seed(0)\n    keep = torch.rand_like(x) >= p\n"
                              "    return x * keep / (1 - p)"),
-          Expected(GRADED, 7, failed=("test_dropout",), why="different entries")),
+          Expected(GRADED, 7, failed=("test_dropout",), why="from one seed to the next")),
         f("sdpa_called", "attention calls F.scaled_dot_product_attention",
           submission(attention="def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"),
           Expected(GRADED, 6, failed=("test_attention",), why="write yourself")),
@@ -292,10 +427,23 @@ def _fixtures() -> list[Fixture]:
           submission(attention="def attention(q, k, v):\n    mha = nn.MultiheadAttention(q.shape[-1], 1, batch_first=True)\n"
                                "    return mha(q, k, k)[0]"),
           Expected(GRADED, 6, failed=("test_attention",), why="write yourself")),
+        f("pasted_reference", "softmax is course_lib's reference pasted in, variables renamed: correct, and flagged",
+          lambda root: files(answered(root, softmax=_pasted_softmax())), Expected(REVIEW, POINTS, why="pasted")),
+        f("leak_inbox", "double raises an error carrying every file the grader gave its sandbox",
+          submission(double=LEAK_INBOX), Expected(GRADED, 7, failed=("test_double",), why="ValueError")),
+        # --- credit through the answers that ship with the course: absent from the grader's sandbox ---
         f("course_lib_alias", "rnn_step returns course_lib's reference through an alias taken before the test",
           submission(rnn_step="from course_lib.rnn import rnn_cell_step as _reference\n\n"
                               "def rnn_step(x_t, h_prev, W_e, W_h, b):\n    return _reference(x_t, h_prev, W_e, W_h, b)"),
-          Expected(REVIEW, 7, review=("test_rnn_step",), why="yourself")),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="yourself")),
+        f("reference_by_strings", "rnn_step reaches the reference through operator.attrgetter on names built at run time",
+          submission(rnn_step=REFERENCE_BY_STRINGS), Expected(GRADED, 7, failed=("test_rnn_step",))),
+        f("reference_code_copy", "rnn_step runs a copy of the reference's code object with its globals",
+          submission(rnn_step=REFERENCE_CODE_COPY), Expected(GRADED, 7, failed=("test_rnn_step",))),
+        f("guard_disabled", "grading._resolve and forbid rewritten through torch.sys.modules, then the reference called",
+          submission(rnn_step=GUARD_DISABLED), Expected(GRADED, 7, failed=("test_rnn_step",))),
+        f("reference_source", "rnn_step rebuilds the reference from course_lib's source file",
+          submission(rnn_step=REFERENCE_SOURCE), Expected(GRADED, 7, failed=("test_rnn_step",))),
         # --- files ---
         f("invalid_json", "a truncated notebook", lambda root: {f"{ASSIGNMENT}.ipynb": b'{"cells": ['},
           Expected(FAILED, None, why="not valid JSON")),
@@ -315,6 +463,32 @@ def _fixtures() -> list[Fixture]:
           lambda root: files(answered(root), **{name: b"raise SystemExit('shadowed')\n"
                                                 for name in ("torch.py", "numpy.py", "course_lib.py")}),
           Expected(GRADED, POINTS, note="ignored")),
+        # --- what the grader reads back: never follow a link, never block, never read too much ---
+        f("fifo_timestamp", "timestamp.txt is a FIFO (reading it would wait forever)",
+          lambda root: files(answered(root), **{"timestamp.txt": Fifo()}), full),
+        f("fifo_notebook", "the notebook is a FIFO", lambda root: {f"{ASSIGNMENT}.ipynb": Fifo()},
+          Expected(FAILED, None, why=f"{ASSIGNMENT}.ipynb is a FIFO")),
+        f("notebook_link", "the notebook is a link to the course's solution",
+          lambda root: {f"{ASSIGNMENT}.ipynb": Link(f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")},
+          Expected(FAILED, None, why=f"{ASSIGNMENT}.ipynb is a symbolic link")),
+        f("folder_link", "the whole submission folder is a link to solutions/",
+          lambda root: {FOLDER: Link(f"solutions/{ASSIGNMENT}")},
+          Expected(FAILED, None, why=f"/{ASSIGNMENT} is a symbolic link")),
+        f("sparse_notebook", "a 3 GiB notebook (sparse: it takes no disk space)",
+          lambda root: {f"{ASSIGNMENT}.ipynb": Sparse(3 << 30)}, Expected(FAILED, None, why="over the 20 MiB limit")),
+        f("events_fifo", "replaces the outbox's events.jsonl with a FIFO (the grader reads the file it created)",
+          submission(double=EVENTS_FIFO), full),
+        f("replay_fifos", "FIFOs at replay/<k>.pt, read in a thread so that every replay reports done",
+          submission(double=REPLAY_FIFOS),
+          Expected(GRADED, 0, failed=("test_double", "test_softmax", "test_attention", "test_rnn_step",
+                                      "test_affine", "test_dropout"), why="could not read your function's result")),
+        f("replay_links", "links to /dev/stdin at replay/<k>.pt", submission(double=REPLAY_LINKS),
+          Expected(GRADED, 0, failed=("test_double", "test_softmax", "test_attention", "test_rnn_step",
+                                      "test_affine", "test_dropout"), why="could not read your function's result")),
+        f("outbox_flood", "double writes 200 MiB into the outbox in 4 MiB files", submission(double=OUTBOX_FLOOD),
+          Expected(GRADED, 7, failed=("test_double",), why="wrote more than 64 MiB of results")),
+        f("hostile_text", "a lone surrogate and =cmd| in a grade_id, a comment and an error message",
+          _hostile_text, Expected(REVIEW, 5, failed=("test_double", "test_softmax"), why="unknown grade_ids")),
     ]
 
 

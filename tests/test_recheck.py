@@ -1,0 +1,157 @@
+"""The grader's own re-check, piece by piece (no sandbox): how answers are compared, which
+references a student's sandbox lacks, how test cells split, and which answers are pasted references."""
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+from course_lib.instructor.copies import pasted_references
+from course_lib.instructor.plain import compare, mutable, plain
+from course_lib.instructor.probes import _path_to, match_parameters
+from course_lib.instructor.redacted import redact_source, redacted_course_lib, reference_sources
+from course_lib.instructor.submission import split_test_cell
+
+
+def record(value, **extra) -> dict:
+    return {"return": plain(value), "args_after": mutable([[], {}]), **extra}
+
+
+def test_types_are_compared_exactly_but_numbers_are_numbers():
+    assert "Python number" in compare(record(1.5), record(torch.tensor(1.5)))  # a 0-d tensor is not a float
+    assert compare(record(2.0), record(2)) is None  # an int is a number
+    assert compare(record(2.0), record(__import__("numpy").float64(2.0))) is None
+    assert "shape" in compare(record(torch.zeros(())), record(torch.zeros(1)))  # shape () is not (1,)
+
+
+def test_mappings_may_hold_extra_keys_counters_compare_their_non_zero_counts():
+    assert compare(record({"a": 1, "b": 2.0}), record({"a": 1, "b": 2.0, "total": 3})) is None
+    assert "no key" in compare(record({"a": 1, "b": 2}), record({"a": 1}))
+    assert compare(record(collections.Counter(x=2)), record(collections.Counter(x=2, y=0))) is None
+    assert "non-zero counts" in compare(record(collections.Counter(x=2)), record(collections.Counter(x=2, y=1)))
+
+
+def test_modules_compare_parameters_by_shape_not_name():
+    class A(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(5, 3)
+
+    class B(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = nn.Parameter(torch.zeros(5, 3))
+
+    assert compare(record(A()), record(B())) is None
+    assert "shapes" in compare(record(A()), record(nn.Linear(3, 5)))
+
+
+def test_parameters_are_matched_by_name_then_shape():
+    wanted = {"embedding.weight": torch.zeros(5, 3), "out.bias": torch.zeros(5)}
+    own = {"table": torch.ones(5, 3), "out.bias": torch.ones(5)}
+    mapping = match_parameters(own, wanted)
+    assert mapping["embedding.weight"] is own["table"] and mapping["out.bias"] is own["out.bias"]
+    with pytest.raises(AttributeError, match="shapes"):
+        match_parameters({"w": torch.zeros(2, 2)}, wanted)
+
+
+def test_a_checked_value_is_compared_with_what_the_test_expected_at_its_tolerance():
+    truth = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    solution = truth.float()
+    expected = record(solution, checks=[{"path": [], "expected": plain(truth), "atol": 1e-3, "rtol": 0.0}])
+    assert compare(expected, record(solution + 5e-4)) is None  # within the test's own tolerance
+    assert "values differ" in compare(expected, record(solution + 2e-3))
+    pair = record((solution, solution), checks=[{"path": [1], "expected": plain(truth), "atol": 1e-3, "rtol": 0.0}])
+    assert "return value[0]" in compare(pair, record((solution + 1e-3, solution)))  # item 0: vs the solution
+
+
+def test_gradients_are_compared_where_recorded():
+    expected = record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))], "parameters": {}})
+    assert compare(expected, record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))], "parameters": {}})) is None
+    assert "gradient" in compare(expected, record(torch.ones(2), gradients={"inputs": [None], "parameters": {}}))
+
+
+def test_an_expected_error_matches_any_error_but_not_writing_the_answer():
+    raised = {"error": "ValueError: position 10 has no row"}
+    assert compare(raised, {"error": "IndexError: index out of range"}) is None
+    assert "raise" in compare(raised, {"error": "NotImplementedError: "})
+    assert "raise" in compare(raised, record(1.0))
+    assert compare(record(1.0), {"error": "ValueError: secret hidden input 1234"}) == "it raised ValueError"
+
+
+def test_random_answers_are_compared_by_distribution():
+    def dropout(seed, p=0.25, scale=True):
+        generator = torch.Generator().manual_seed(seed)
+        keep = torch.rand(4000, generator=generator) >= p
+        return record(keep / (1 - p) if scale else keep.float())
+
+    solution = {"samples": [dropout(s) for s in range(8)]}
+    assert compare(solution, {"samples": [dropout(100 + s) for s in range(8)]}) is None
+    assert "random seeds" in compare(solution, {"samples": [dropout(100 + s, scale=False) for s in range(8)]})
+    assert "from one seed to the next" in compare(solution, {"samples": [dropout(7) for _ in range(8)]})
+
+
+def test_a_result_is_found_by_identity():
+    a, b = torch.zeros(1), torch.zeros(1)
+    assert _path_to((a, {"w": b}), b) == (1, "w") and _path_to(a, a) == () and _path_to((a,), torch.zeros(1)) is None
+
+
+def test_test_cells_split_into_visible_and_hidden_parts():
+    assert split_test_cell("a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\nc = 3") == \
+        [("visible", "a = 1"), ("hidden", "b = 2"), ("visible", "c = 3")]
+    nested = "for i in x:\n    ### BEGIN HIDDEN TESTS\n    b = 2\n    ### END HIDDEN TESTS\n"
+    assert split_test_cell(nested) == [("hidden", nested)]  # cannot be split: all of it stays hidden
+
+
+def test_redacted_sources_keep_the_names_but_not_the_code():
+    source = "import torch\n\ndef softmax(x):\n    return x.exp() / x.exp().sum()\n\nclass M:\n    def forward(self):\n        return 1\n"
+    text, removed = redact_source(source, {"softmax", "course_lib.m.M"}, "course_lib.m")
+    assert removed == ["course_lib.m.softmax", "course_lib.m.M"]
+    assert "exp" not in text and "return 1" not in text and "def softmax" in text and "class M" in text
+
+
+def test_the_redacted_course_lib_stubs_the_references_and_holds_no_bytecode(tmp_path):
+    folder, removed = redacted_course_lib({"softmax", "course_lib.rnn.rnn_cell_step"}, tmp_path)
+    assert "course_lib.attention.softmax" in removed and "course_lib.rnn.rnn_cell_step" in removed
+    assert not list(folder.rglob("*.pyc")) and (folder / "instructor" / "runner.py").is_file()
+    probe = ("import course_lib.attention as a, course_lib.rnn as r\n"
+             "for f in (a.softmax, r.rnn_cell_step):\n"
+             "    try:\n        f(1)\n    except NotImplementedError as e:\n        print('stub', e)\n")
+    copy_root = tmp_path / "site"
+    copy_root.mkdir()
+    (copy_root / "course_lib").symlink_to(folder)
+    import site
+
+    path = [str(copy_root), *site.getsitepackages()]  # without site's .pth files: no editable finder
+    out = subprocess.run([sys.executable, "-S", "-c", f"import sys; sys.path[:0] = {path!r}\n" + probe],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.count("stub") == 2, out.stderr
+
+
+def test_a_pasted_reference_is_flagged_and_an_own_answer_is_not():
+    references = reference_sources({"masked_softmax"})
+    pasted = references["course_lib.attention.masked_softmax"].replace("scores", "s").replace("mask", "m")
+    assert pasted_references({"cell": pasted}, references)
+    own = ("def masked_softmax(scores, mask=None):\n    if mask is not None:\n"
+           "        scores = scores.masked_fill(~mask, -1e30)\n    w = (scores - scores.amax(-1, keepdim=True)).exp()\n"
+           "    if mask is not None:\n        w = w * mask\n    return w / w.sum(-1, keepdim=True).clamp_min(1e-30)\n")
+    assert not pasted_references({"cell": own}, references)
+
+
+def test_optimizers_compare_their_groups_and_training_steps_the_parameters_they_change():
+    model = nn.Linear(3, 2)
+    decay_first = torch.optim.AdamW([{"params": [model.weight], "weight_decay": 0.1},
+                                     {"params": [model.bias], "weight_decay": 0.0}], lr=1e-3)
+    bias_first = torch.optim.AdamW([{"params": [model.bias], "weight_decay": 0.0},
+                                    {"params": [model.weight], "weight_decay": 0.1}], lr=1e-3, foreach=False)
+    everything_decayed = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    assert compare(record(decay_first), record(bias_first)) is None
+    assert "groups" in compare(record(decay_first), record(everything_decayed))
+    before = {"return": None, "args_after": mutable([[model], {}])}
+    with torch.no_grad():
+        model.bias.add_(0.5)
+    assert "parameter bias" in compare(before, {"return": None, "args_after": mutable([[model], {}])})

@@ -1,0 +1,235 @@
+"""course_lib.instructor.untrusted: reading what a student controls, and writing what a student wrote.
+
+Fast: no sandbox, no notebook. Every read that could block runs under ``signal.alarm``, so a
+regression fails in seconds instead of hanging the suite.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from course_lib.instructor.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, html_text,
+                                             no_links, open_regular, read_bytes, read_range, safe_data, safe_text,
+                                             tree_bytes)
+
+
+@contextlib.contextmanager
+def within(seconds: int = 5):
+    """Fail instead of hanging: SIGALRM interrupts a blocking open or read."""
+    def alarm(signum, frame):
+        raise TimeoutError(f"blocked for more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_regular_file_is_read(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.txt").write_bytes(b"hello")
+    assert read_bytes(tmp_path / "a" / "f.txt", 100, root=tmp_path) == b"hello"
+    assert read_bytes(tmp_path / "a" / "f.txt", 5) == b"hello"
+    assert read_range(tmp_path / "a" / "f.txt", -3, 3, root=tmp_path) == b"llo"
+    assert read_range(tmp_path / "a" / "f.txt", 1, 2, root=tmp_path) == b"el"
+    assert read_range(tmp_path / "a" / "f.txt", 10, 2, root=tmp_path) == b""
+
+
+def test_a_fifo_never_blocks(tmp_path):
+    os.mkfifo(tmp_path / "events.jsonl")
+    with within(5), pytest.raises(Unreadable, match="events.jsonl is a FIFO"):
+        read_bytes(tmp_path / "events.jsonl", 1 << 20, root=tmp_path)
+    with within(5), pytest.raises(Unreadable, match="FIFO"):
+        read_range(tmp_path / "events.jsonl", 0, 100)
+
+
+def test_links_are_never_followed(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the solution")
+    outbox = tmp_path / "out"
+    (outbox / "replay").mkdir(parents=True)
+    (outbox / "replay" / "0.pt").symlink_to(secret)
+    with pytest.raises(Unreadable, match="replay/0.pt is a symbolic link"):
+        read_bytes(outbox / "replay" / "0.pt", 1 << 20, root=outbox)
+    # A link anywhere below the trusted root: the folder itself swapped for a link to a classmate's.
+    classmate = tmp_path / "classmate" / "replay"
+    classmate.mkdir(parents=True)
+    (classmate / "1.pt").write_bytes(b"their answer")
+    os.rename(outbox / "replay", tmp_path / "moved")
+    (outbox / "replay").symlink_to(classmate)
+    with pytest.raises(Unreadable, match="^replay is a symbolic link"):
+        read_bytes(outbox / "replay" / "1.pt", 1 << 20, root=outbox)
+    with pytest.raises(Unreadable, match="symbolic link"):
+        no_links(outbox / "replay" / "1.pt", outbox)
+    # A link to a device or to the grader's own stdin is refused the same way, without opening it.
+    (outbox / "stdin.pt").symlink_to("/dev/stdin")
+    with within(5), pytest.raises(Unreadable, match="symbolic link"):
+        read_bytes(outbox / "stdin.pt", 100, root=outbox)
+
+
+def test_missing_files_and_folders_are_missing(tmp_path):
+    with pytest.raises(Missing):
+        read_bytes(tmp_path / "nothing", 10)
+    with pytest.raises(Missing):
+        read_bytes(tmp_path / "no" / "folder", 10, root=tmp_path)
+    with pytest.raises(Missing):
+        no_links(tmp_path / "no" / "folder", tmp_path)
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(Unreadable, match="folder is a folder"):
+        read_bytes(tmp_path / "folder", 10, root=tmp_path)
+    assert no_links(tmp_path / "folder", tmp_path).st_mode
+    with pytest.raises(ValueError):
+        read_bytes(Path("/etc/passwd"), 10, root=tmp_path)
+
+
+def test_the_size_is_checked_before_reading(tmp_path):
+    sparse = tmp_path / "notebook.ipynb"
+    with open(sparse, "wb") as stream:
+        stream.truncate(3 << 30)  # 3 GiB that take no space
+    with within(5), pytest.raises(Unreadable, match="notebook.ipynb is 3 GiB, over the 20 MiB limit"):
+        read_bytes(sparse, 20 << 20, root=tmp_path)
+    fd, info = open_regular(sparse, root=tmp_path)  # no cap: opened, not read
+    os.close(fd)
+    assert info.st_size == 3 << 30
+    assert read_range(sparse, -10, 10) == bytes(10)
+
+
+def test_tree_bytes_counts_without_following_links(tmp_path):
+    assert tree_bytes(tmp_path / "absent") == 0
+    out = tmp_path / "out"
+    (out / "replay").mkdir(parents=True)
+    (out / "replay" / "0.pt").write_bytes(bytes(10_000))
+    (out / "root").symlink_to("/")  # a link to / is one entry, not the whole disk
+    os.mkfifo(out / "fifo")
+    assert 10_000 + 4 * ENTRY_BYTES <= tree_bytes(out) <= 16_384 + 4 * ENTRY_BYTES  # size or blocks, the larger
+    with open(out / "sparse", "wb") as stream:
+        stream.truncate(1 << 30)
+    assert tree_bytes(out) >= 1 << 30
+    assert tree_bytes(out, stop_above=1 << 20) > 1 << 20
+    deep = out / "d"
+    deep.mkdir()
+    for _ in range(70):
+        deep = deep / "d"
+        deep.mkdir()
+    assert tree_bytes(out) == TOO_DEEP
+
+
+def test_many_empty_files_count(tmp_path):
+    for i in range(300):
+        (tmp_path / str(i)).touch()
+    assert tree_bytes(tmp_path) == 300 * ENTRY_BYTES
+    assert tree_bytes(tmp_path, stop_above=10 * ENTRY_BYTES) <= 12 * ENTRY_BYTES
+
+
+def test_safe_text():
+    assert safe_text("grade\ud800id") == "grade\ufffdid"
+    assert safe_text("a\x1b[2Jb\x00c\u202ed\r") == "a[2Jbcd"  # the escape character goes: nothing to run
+    assert safe_text("line one\n\tline two") == "line one\n\tline two"
+    assert safe_text("line one\nline two\u2028three", one_line=True) == "line one line two three"
+    assert safe_text(3.5) == "3.5"
+    safe_text("\udcff").encode("utf-8")  # every result encodes
+    assert safe_data({"k\ud800": ["v\ud800\x07", 1, None, {"x": "\udfff"}]}) == {
+        "k\ufffd": ["v\ufffd", 1, None, {"x": "\ufffd"}]}
+    assert safe_data({"code": "a\tb\x0c\ud800"}, strip_controls=False) == {"code": "a\tb\x0c\ufffd"}
+
+
+@pytest.mark.parametrize("value, cell", [
+    ("=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"),
+    ("+1+2", "'+1+2"),
+    ("-2+3", "'-2+3"),
+    ("@SUM(A1)", "'@SUM(A1)"),
+    ("\t=1", "' =1"),  # the tab becomes a space, the formula is still neutralised
+    ("  =1", "'  =1"),
+    ("\uff1d1", "'\uff1d1"),
+    ("-1.5", "-1.5"),
+    ("8", "8"),
+    ("", ""),
+    ("failed to grade (x = 1)", "failed to grade (x = 1)"),
+    ("two\nlines\ud800", "two lines\ufffd"),
+])
+def test_csv_cell(value, cell):
+    assert csv_cell(value) == cell
+
+
+def test_html_text():
+    assert html_text("<script>alert('x')</script>\ud800") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;\ufffd"
+
+
+# ------------------------------------------------------- the writers that use them ----
+
+HOSTILE = "=cmd|' /C calc'!A0 \ud800\x1b[2J<script>"
+
+
+def _record(student: str, status: str, **extra) -> dict:
+    record = {"student": student, "assignment": "toy", "status": status, "score": None, "max_score": 8.0,
+              "checks": [], "reasons": [], "notes": [], "findings": [], "seconds": 1.0}
+    record.update(extra)
+    return record
+
+
+def test_summary_survives_hostile_text():
+    from course_lib.instructor.autograde import Check, Result, summary
+
+    results = [Result("a\ud800", "toy", "needs manual review", 6.0, 8.0, reasons=[HOSTILE], notes=[HOSTILE],
+                      checks=[Check("test_x", 1.0, 0.0, "review", HOSTILE, True)]),
+               Result("b", "toy", "graded", 8.0, 8.0, notes=[HOSTILE])]
+    text = summary(results)
+    text.encode("utf-8")
+    assert "\x1b" not in text and "b " in text
+
+
+def test_grades_csv_survives_hostile_records(tmp_path):
+    from course_lib.instructor.course import Assignment
+    from course_lib.instructor.grades import export
+
+    root = tmp_path
+    (root / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.db_url = "
+                                             f"'sqlite:///{root / 'none.db'}'\n")
+    students = {"01_hostile": _record("01_hostile", "failed to grade", reasons=[HOSTILE]),
+                "02_review": _record("02_review", "needs manual review", reasons=[HOSTILE],
+                                     checks=[{"grade_id": "t\ud800", "status": "review"}]),
+                "=03_formula": _record("=03_formula", "failed to grade", reasons=["x"]),
+                "04_corrupt": None,
+                "05_after": _record("05_after", "failed to grade", reasons=["the last one"])}
+    for student, record in students.items():
+        folder = root / "autograded" / student / "toy"
+        folder.mkdir(parents=True)
+        text = json.dumps(record) if record else '{"student": '
+        (folder / "grading.json").write_text(text, encoding="utf-8")
+    assignment = Assignment("toy", root)
+    path = tmp_path / "grades.csv"
+    out = io.StringIO()
+    assert export(root, [assignment], str(path), out=out) == 1
+    rows = {row["student"]: row for row in csv.DictReader(path.open(encoding="utf-8"))}
+    assert sorted(rows) == ["'=03_formula", "01_hostile", "02_review", "04_corrupt", "05_after"]
+    for row in rows.values():
+        for value in row.values():
+            assert not value.startswith(("=", "+", "-", "@")) and "\x1b" not in value and "\ud800" not in value
+    assert rows["01_hostile"]["why"].startswith("'=cmd|")
+    assert rows["01_hostile"]["status"].startswith("failed to grade (=cmd|")
+    assert rows["02_review"]["status"].startswith("needs manual review (=cmd|")
+    assert rows["04_corrupt"]["status"].startswith("failed to grade (")
+    assert "grading record" in rows["04_corrupt"]["why"]
+    assert rows["05_after"]["why"] == "the last one"
+    assert "\x1b" not in out.getvalue()
+
+
+def test_feedback_page_escapes_hostile_text():
+    from course_lib.instructor.feedback import page
+
+    record = _record("s\ud800", "needs manual review", score=6.0, notes=[HOSTILE],
+                     checks=[{"grade_id": "test_x", "points": 1.0, "score": 0.0, "status": "review\"><script>",
+                              "message": HOSTILE, "verified": True}])
+    text = page(record, {"test_x": "check(1)"}, None)
+    text.encode("utf-8")
+    assert "<script" not in text and "\x1b" not in text and "\ud800" not in text
