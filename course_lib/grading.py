@@ -180,7 +180,34 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
                 setattr(owner, attribute, original)
 
 
+@contextlib.contextmanager
+def bind(namespace: dict, **objects: Any) -> Iterator[None]:
+    """Bind ``namespace[name] = object`` for each keyword inside the ``with`` block, then undo it.
+
+    One bug costs one exercise: while a graded cell checks exercise k, the other graded names that
+    k calls (the student's ``softmax`` inside their ``masked_softmax``, say) are bound to course_lib's
+    reference versions, so a wrong earlier answer cannot fail a later exercise::
+
+        with bind(globals(), softmax=course_lib.attention.softmax):
+            got = masked_softmax(scores, mask)       # calls the reference softmax
+
+    On exit every name gets its previous object back, and a name that did not exist before is
+    deleted again, even when the block raised. ``namespace`` is the notebook's ``globals()``: the
+    functions and classes a notebook defines look their helpers up there when they run.
+    """
+    saved = {name: namespace.get(name, _MISSING) for name in objects}
+    try:
+        namespace.update(objects)
+        yield
+    finally:
+        for name, previous in saved.items():
+            if previous is _MISSING:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = previous
+
+
 __all__ = [
-    "GradingError", "ForbiddenCallError", "check", "check_shape", "check_close", "forbid",
+    "GradingError", "ForbiddenCallError", "check", "check_shape", "check_close", "forbid", "bind",
     "SOFTMAX", "SDPA", "MULTIHEAD",
 ]

@@ -1,0 +1,87 @@
+"""Correct implementations of notebook 04's graded names in other styles; each must pass every graded cell."""
+from tests.alternatives import Alternative
+
+ALTERNATIVES = [
+    # ------------------------------------------------------------------ sinusoidal_positional_encoding
+    Alternative("sinusoidal_positional_encoding", "float64 inside, exp-log frequencies, interleaved by stack", '''
+def sinusoidal_positional_encoding(max_len, d_model):
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    angle = pos * freq
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).reshape(max_len, d_model).float()
+'''),
+    Alternative("sinusoidal_positional_encoding", "numpy, column by column", '''
+def sinusoidal_positional_encoding(max_len, d_model):
+    pe = np.zeros((max_len, d_model), dtype=np.float64)
+    pos = np.arange(max_len)
+    for j in range(0, d_model, 2):
+        angle = pos / 10000 ** (j / d_model)
+        pe[:, j], pe[:, j + 1] = np.sin(angle), np.cos(angle)
+    return torch.from_numpy(pe.astype(np.float32))
+'''),
+    # ------------------------------------------------------------------ relative_rotation
+    Alternative("relative_rotation", "block_diag of 2x2 blocks", '''
+def relative_rotation(k, d_model):
+    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    blocks = [torch.tensor([[math.cos(k * w), math.sin(k * w)], [-math.sin(k * w), math.cos(k * w)]])
+              for w in omega.tolist()]
+    return torch.block_diag(*blocks).float()
+'''),
+    Alternative("relative_rotation", "vectorised fill of the diagonals", '''
+def relative_rotation(k: int, d_model: int) -> torch.Tensor:
+    half = torch.arange(d_model // 2)
+    angle = k * 10000.0 ** (-(2 * half).double() / d_model)
+    R = torch.zeros(d_model, d_model, dtype=torch.float64)
+    R[2 * half, 2 * half] = angle.cos()
+    R[2 * half + 1, 2 * half + 1] = angle.cos()
+    R[2 * half, 2 * half + 1] = angle.sin()
+    R[2 * half + 1, 2 * half] = -angle.sin()
+    return R.to(torch.float32)
+'''),
+    # ------------------------------------------------------------------ apply_rope
+    Alternative("apply_rope", "complex multiplication", '''
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64, device=x.device) / d)
+    angle = torch.as_tensor(positions, device=x.device).double()[..., None] * omega
+    z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(z * torch.polar(torch.ones_like(angle), angle)).flatten(-2).to(x.dtype)
+'''),
+    Alternative("apply_rope", "rotate-pairs helper with repeat_interleave'd cos/sin", '''
+def _rotate_pairs(x):
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([-x2, x1], dim=-1).flatten(-2)
+
+def apply_rope(x, positions, base=10000.0):
+    d = x.shape[-1]
+    omega = 1.0 / base ** (torch.arange(0, d, 2, device=x.device).float() / d)
+    angle = torch.as_tensor(positions, device=x.device).to(torch.float32).unsqueeze(-1) * omega
+    cos, sin = angle.cos().repeat_interleave(2, -1), angle.sin().repeat_interleave(2, -1)
+    return x * cos + _rotate_pairs(x) * sin
+'''),
+    # ------------------------------------------------------------------ LearnedPositionalEmbedding
+    Alternative("LearnedPositionalEmbedding", "a raw nn.Parameter named table, IndexError", '''
+class LearnedPositionalEmbedding(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(max_len, d_model))
+
+    def forward(self, x, positions=None):
+        if positions is None:
+            positions = torch.arange(x.shape[1], device=x.device)
+        if positions.numel() and int(positions.max()) >= self.table.shape[0]:
+            raise IndexError(f"position {int(positions.max())} is beyond the table ({self.table.shape[0]} rows)")
+        return x + self.table[positions]
+'''),
+    Alternative("LearnedPositionalEmbedding", "nn.Embedding under another name, lets it raise", '''
+class LearnedPositionalEmbedding(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.rows = nn.Embedding(max_len, d_model)
+
+    def forward(self, x, positions=None, offset=0):
+        if positions is None:
+            positions = offset + torch.arange(x.size(1), device=x.device)
+        return x + self.rows(positions)
+'''),
+]

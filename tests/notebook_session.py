@@ -1,0 +1,72 @@
+"""A solution notebook executed once in a live kernel, with its graded cells ready to rerun.
+
+Shared by the catalogues that redefine graded names in a running notebook: the bug catalogue
+(tests/test_bug_catalogue.py), the alternative correct implementations (tests/test_alternatives.py)
+and the one-bug-costs-one-exercise check (tests/test_cascade.py).
+"""
+from __future__ import annotations
+
+from course_lib.instructor.notebooks import defined_names, graded_cells, nbgrader_meta, read_notebook, solution_cells
+
+from .kernel import LiveKernel
+
+
+def graded_names(assignment) -> dict[str, str]:
+    """Graded function/class name -> source of the solution cell that defines it."""
+    return {name: cell.source for cell in solution_cells(read_notebook(assignment.source))
+            for name in defined_names(cell.source)}
+
+
+class NotebookSession:
+    """The solution notebook of ``assignment`` run top to bottom in a live kernel (smoke profile)."""
+
+    def __init__(self, assignment):
+        notebook = read_notebook(assignment.source)
+        self.assignment = assignment
+        self.graded = [(nbgrader_meta(c)["grade_id"], c.source) for c in graded_cells(notebook)]
+        self.definitions = graded_names(assignment)
+        self.kernel = LiveKernel(assignment.source.parent)
+        try:
+            for cell in notebook.cells:
+                if cell.cell_type == "code":
+                    self.kernel.run(cell.source)
+            failing = self.failures()
+            if failing:
+                raise AssertionError(f"the solution itself fails {failing}")
+        except BaseException:
+            self.kernel.close()
+            raise
+
+    def run(self, code: str):
+        return self.kernel.run(code)
+
+    def first_failure(self) -> tuple[str, str] | None:
+        """(grade_id, error) of the first graded cell that fails, or None when all pass."""
+        for grade_id, source in self.graded:
+            result = self.kernel.run(source)
+            if not result.ok:
+                return grade_id, result.error
+        return None
+
+    def failures(self) -> dict[str, str]:
+        """grade_id -> error of every graded cell that fails (all cells are rerun)."""
+        failed = {}
+        for grade_id, source in self.graded:
+            result = self.kernel.run(source)
+            if not result.ok:
+                failed[grade_id] = result.error
+        return failed
+
+    def restore(self, name: str) -> None:
+        """Execute the solution cell that defines ``name`` again."""
+        restored = self.kernel.run(self.definitions[name])
+        assert restored.ok, f"restoring the solution of {name} failed: {restored.error}"
+
+    def close(self) -> None:
+        self.kernel.close()
+
+    def __enter__(self) -> "NotebookSession":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

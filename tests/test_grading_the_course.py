@@ -1,0 +1,110 @@
+"""``course autograde`` on every real assignment: the grades an instructor signs.
+
+Per assignment, one batch in a scratch course (the course's own gradebook is never touched) grades:
+- the instructor's solution: full marks, nothing flagged;
+- the untouched release: nothing;
+- the alternatives catalogue (tests/alternatives), one submission per round (round i answers every
+  exercise with its i-th alternative): full marks, nothing flagged;
+- one bug in a function others build on (tests/test_cascade.py's first case): exactly that
+  function's cells score nothing, every other cell full marks (one bug costs one exercise);
+- the first catalogued bug of every graded name at once (tests/bugs): nothing.
+"""
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib.instructor.autograde import GRADED, autograde
+from course_lib.instructor.sample import scratch_course, submit
+from course_lib.instructor.submission import source_cells
+
+from .alternatives import catalogue as alternatives
+from .bugs import catalogue as bugs
+from .conftest import ASSIGNMENTS
+from .test_cascade import CASCADES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _answers(assignment) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """Solution grade_id -> the graded names its cell defines, and -> its source."""
+    cells = [c for c in source_cells(assignment.source) if c.kind == "solution"]
+    return {c.grade_id: c.names for c in cells}, {c.grade_id: c.source for c in cells}
+
+
+def _notebook(assignment, answer) -> nbformat.NotebookNode:
+    """The release with each answer cell's code replaced by ``answer(grade_id, release_code)``."""
+    notebook = nbformat.read(assignment.release, as_version=4)
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = answer(grade_id, cell.source)
+    return notebook
+
+
+def _with(definitions: dict[str, str], names: dict[str, tuple[str, ...]], base: dict[str, str]):
+    """An answer function: each cell's ``base`` code followed by the definitions of its names."""
+    def answer(grade_id: str, release_code: str) -> str:
+        extra = [definitions[n] for n in names.get(grade_id, ()) if n in definitions]
+        return "\n\n".join([base.get(grade_id, release_code), *extra])
+    return answer
+
+
+def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
+    """student -> (notebook, what it must get: "full", "zero" or a set of grade_ids that must fail)."""
+    names, solution = _answers(assignment)
+    by_name: dict[str, list[str]] = {}
+    for alternative in alternatives(assignment.id):
+        by_name.setdefault(alternative.target, []).append(alternative.code)
+    rounds = max((len(codes) for codes in by_name.values()), default=0)
+    students = {"solution": (nbformat.read(assignment.source, as_version=4), "full"),
+                "release": (nbformat.read(assignment.release, as_version=4), "zero")}
+    for i in range(rounds):
+        chosen = {name: codes[i % len(codes)] for name, codes in by_name.items()}
+        students[f"alternatives-{i + 1}"] = (_notebook(assignment, _with(chosen, names, {})), "full")
+    if assignment.id in CASCADES:
+        target, description, own = CASCADES[assignment.id][0]
+        bug = next(b for b in bugs(assignment.id) if b.target == target and b.description == description)
+        students["cascade"] = (_notebook(assignment, _with({target: bug.code}, names, solution)), own)
+    first_bugs: dict[str, str] = {}
+    for bug in bugs(assignment.id):
+        first_bugs.setdefault(bug.target, bug.code)
+    if first_bugs:
+        students["bugs"] = (_notebook(assignment, _with(first_bugs, names, solution)), "zero")
+    return students
+
+
+@pytest.mark.notebook
+@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed")
+@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
+def test_grades_of_a_class(assignment, tmp_path):
+    course = tmp_path / "course"
+    scratch_course(ROOT, course, [assignment])
+    students = _class(assignment)
+    for student, (notebook, _) in students.items():
+        folder = submit(course, student, assignment.id, assignment.release)
+        nbformat.write(notebook, folder)
+    results = {r.student: r for r in autograde(course, assignment.id, jobs=2, out=io.StringIO(), progress=False)}
+    wrong = []
+    for student, (_, must) in students.items():
+        result = results[student]
+        scores = {c.grade_id: c.score for c in result.checks}
+        failing = {c.grade_id for c in result.checks if c.score < c.points}
+        problem = None
+        if result.status != GRADED and must != "zero":
+            problem = f"status {result.status}: {'; '.join(result.reasons)[:400]}"
+        elif must == "full" and failing:
+            problem = "lost points: " + "; ".join(f"{c.grade_id}: {c.message[:300]}" for c in result.checks
+                                                  if c.grade_id in failing)
+        elif must == "zero" and any(scores.values()):
+            problem = f"earned points: {[g for g, s in scores.items() if s]}"
+        elif isinstance(must, set) and failing != must:
+            problem = f"expected exactly {sorted(must)} to fail, got {sorted(failing)}: " + "; ".join(
+                f"{c.grade_id}: {c.message[:200]}" for c in result.checks if c.grade_id in failing ^ must)
+        if problem:
+            wrong.append(f"{student}: {problem}")
+    assert not wrong, f"{assignment.id}:\n" + "\n".join(wrong)
