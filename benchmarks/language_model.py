@@ -1,0 +1,128 @@
+"""Benchmark of notebook 07: the laptop target, and nanoGPT's CPU recipe at equal wall time.
+
+    python -m benchmarks.language_model                     # notebook (laptop) + the comparison
+    python -m benchmarks.language_model --skip-notebook     # the comparison only
+    python -m benchmarks.language_model --skip-comparison   # the notebook only
+
+Sections of ``benchmarks/results/07_language_model.json``:
+
+* ``notebook``: ``solutions/07_language_model`` executed top to bottom in a profile
+  (``_notebook_run``): wall minutes, validation loss (nats/char on the held-out plays), training
+  minutes and tokens/s, the target (laptop: ≤ 1.70 in a notebook under 6 minutes);
+* ``nanogpt_comparison``: nanoGPT's CPU recipe for shakespeare-char (GPT-2 style: LayerNorm,
+  GELU MLP, learned positions, no biases as in its config; 4 layers, 4 heads, d 128, context 64,
+  batch 12, lr 1e-3 → 1e-4 over 2000 steps, warm-up 100, AdamW β2 0.99, clip 1) against the
+  notebook's laptop preset, on *our* data, in one process, in alternating slices of
+  ``--slice`` seconds until each has trained for ``--budget`` seconds; both validation losses are
+  taken on the same windows. (nanoGPT's bias=False is approximated by our GPT-2 style with biases.)
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+
+import torch
+
+from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
+
+ASSIGNMENT = "07_language_model"
+TARGET = 1.70  # nats per character, laptop profile
+BUDGET_MINUTES = 6.0
+
+
+def _contender(label, cfg, train, train_ids, seed=0):
+    """A generator that trains one step per next() and yields its step count."""
+    from course_lib.gpt import GPT
+    from course_lib.lm_train import configure_optimizer, cosine_lr, train_step
+    from course_lib.shakespeare import random_windows
+
+    torch.manual_seed(seed)
+    model = GPT(cfg)
+    optimizer = configure_optimizer(model, train["max_lr"], 0.1)
+    for group in optimizer.param_groups:
+        group["betas"] = train.get("betas", (0.9, 0.95))
+    g = torch.Generator().manual_seed(seed)
+    step = 0
+    while True:
+        for group in optimizer.param_groups:
+            group["lr"] = cosine_lr(step, train["max_lr"], train["warmup"], train["steps"], train["min_lr"])
+        train_step(model, random_windows(train_ids, train["batch_size"], train["context"], g), optimizer, 1.0)
+        step += 1
+        yield model, step
+
+
+def compare(budget_s: float, slice_s: float) -> dict:
+    from course_lib.gpt import GPTConfig
+    from course_lib.lm_train import estimate_loss
+    from course_lib.shakespeare import CharVocab, load_corpus
+
+    corpus = load_corpus()
+    vocab = CharVocab.from_text(corpus.train)
+    train_ids, valid_ids = vocab.encode(corpus.train), vocab.encode(corpus.valid)
+    V = len(vocab)
+    contenders = {
+        "nanoGPT CPU recipe": (GPTConfig(vocab_size=V, d_model=128, n_layers=4, n_heads=4, d_ff=512, max_len=64,
+                                         style="gpt2", positional="learned"),
+                               dict(steps=2000, batch_size=12, context=64, max_lr=1e-3, min_lr=1e-4, warmup=100,
+                                    betas=(0.9, 0.99))),
+        "course laptop preset": (GPTConfig(vocab_size=V, d_model=128, n_layers=4, n_heads=4, d_ff=344, max_len=128),
+                                 dict(steps=1000, batch_size=32, context=128, max_lr=3e-3, min_lr=3e-4, warmup=50)),
+    }
+    runs = {label: _contender(label, cfg, train, train_ids) for label, (cfg, train) in contenders.items()}
+    spent = {label: 0.0 for label in runs}
+    state = {}
+    while min(spent.values()) < budget_s:
+        for label, run in runs.items():  # alternate slices, so both see the same machine load
+            start = time.perf_counter()
+            while time.perf_counter() - start < slice_s and spent[label] + (time.perf_counter() - start) < budget_s:
+                state[label] = next(run)
+            spent[label] += time.perf_counter() - start
+    report = {}
+    for label, (model, steps) in state.items():
+        cfg, train = contenders[label]
+        report[label] = {"steps": steps, "train_seconds": round(spent[label], 1),
+                         "tokens": steps * train["batch_size"] * train["context"],
+                         "valid_loss": round(estimate_loss(model, valid_ids, 64, 32, 20), 4),
+                         "schedule_steps": train["steps"]}
+    report["budget_seconds"] = budget_s
+    report["ours_lower"] = report["course laptop preset"]["valid_loss"] < report["nanoGPT CPU recipe"]["valid_loss"]
+    return report
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_notebook_arguments(parser, ASSIGNMENT)
+    parser.add_argument("--skip-notebook", action="store_true")
+    parser.add_argument("--skip-comparison", action="store_true")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="training seconds per contender (default: the notebook's training minutes, else 240)")
+    parser.add_argument("--slice", type=float, default=10.0, help="seconds per alternating slice")
+    args = parser.parse_args(argv)
+    report = {"machine": machine(), "target": {"valid_loss": TARGET, "notebook_minutes": BUDGET_MINUTES}}
+    budget = args.budget
+    if not args.skip_notebook:
+        minutes, results = run_notebook(ASSIGNMENT, profile=args.profile, timeout=args.timeout, threads=args.threads,
+                                        keep=args.keep)
+        report["notebook"] = {"profile": args.profile, "minutes": round(minutes, 2), **{
+            k: results.get(k) for k in ("valid_loss", "train_minutes", "steps", "tokens_per_s", "parameters", "data",
+                                        "kv_cache", "ablation", "sampling")}}
+        report["notebook"]["met"] = bool(results.get("valid_loss", 99) <= TARGET and minutes <= BUDGET_MINUTES)
+        budget = budget or 60 * results.get("train_minutes", 4.0)
+        print(f"notebook {args.profile}: {minutes:.2f} min, validation loss {results.get('valid_loss')}")
+    if not args.skip_comparison:
+        report["nanogpt_comparison"] = compare(budget or 240.0, args.slice)
+        report["machine_after"] = machine()
+        print(report["nanogpt_comparison"])
+    path = write_report(ASSIGNMENT, report, args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

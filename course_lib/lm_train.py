@@ -1,0 +1,141 @@
+"""Training a language model: AdamW groups, the cosine schedule, one step, and the loop (notebook 07).
+
+    optimizer = configure_optimizer(model, lr=3e-3, weight_decay=0.1)
+    for step in range(total):
+        for group in optimizer.param_groups:
+            group["lr"] = cosine_lr(step, max_lr, warmup, total, min_lr)
+        loss = train_step(model, random_windows(train_ids, B, T), optimizer, clip=1.0)
+
+``train_lm`` runs that loop under a step count and a wall-clock budget, with a progress bar and the
+validation loss on fixed windows every ``eval_every`` steps.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from course_lib.shakespeare import random_windows
+
+
+def configure_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with two groups: weight decay on the matrices of linear layers; none on norms, biases and
+    embeddings (a tied output matrix is the embedding: not decayed). Each parameter appears once."""
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay, no_decay = [], []
+    for p in model.parameters():                      # parameters() yields a shared (tied) tensor once
+        if not p.requires_grad:
+            continue
+        (decay if p.dim() >= 2 and id(p) not in embeddings else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95))
+
+
+def cosine_lr(step: int, max_lr: float, warmup: int, total: int, min_lr: float) -> float:
+    """Linear warm-up over steps 0..warmup-1 to max_lr ((step + 1)/warmup of it), then a half cosine
+    from max_lr (at step = warmup) down to min_lr (at step = total), and min_lr after that."""
+    if step < warmup:
+        return max_lr * (step + 1) / warmup
+    if step >= total:
+        return min_lr
+    progress = (step - warmup) / max(1, total - warmup)                  # 0 -> 1
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (max_lr - min_lr)
+
+
+def train_step(model: nn.Module, batch, optimizer: torch.optim.Optimizer, clip: float | None = 1.0) -> float:
+    """One update: zero the gradients, forward, mean cross-entropy over (B, T), backward, clip the
+    global gradient norm to ``clip`` (None or 0: no clipping), step. Returns the loss as a float."""
+    x, y = batch                                                          # (B, T) each
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(x)                                                     # (B, T, V)
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    loss.backward()
+    if clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+
+
+@torch.no_grad()
+def estimate_loss(model: nn.Module, data: torch.Tensor, context: int, batch_size: int = 32,
+                  n_batches: int = 10, seed: int = 1234) -> float:
+    """Mean cross-entropy (nats per token) on ``n_batches`` windows drawn with a fixed seed."""
+    was_training = model.training
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
+    total = 0.0
+    for _ in range(n_batches):
+        x, y = random_windows(data, batch_size, context, g)
+        logits = model(x.to(device))
+        total += F.cross_entropy(logits.flatten(0, 1).float(), y.to(device).flatten()).item()
+    model.train(was_training)
+    return total / n_batches
+
+
+@dataclass
+class LMTrainConfig:
+    steps: int = 2000                 # optimizer updates (the schedule's total)
+    batch_size: int = 32              # windows per batch
+    context: int = 128                # tokens per window (T)
+    max_lr: float = 3e-3              # peak learning rate
+    min_lr: float = 3e-4              # final learning rate of the cosine
+    warmup: int = 100                 # linear warm-up steps
+    weight_decay: float = 0.1         # AdamW decay on matrices
+    clip: float = 1.0                 # global gradient-norm clip
+    eval_every: int = 250             # validation every this many steps (and at the end)
+    eval_batches: int = 10            # validation windows = eval_batches × batch_size
+    max_minutes: float | None = None  # stop early (schedule unchanged) when this much wall time is spent
+    seed: int = 0                     # seeds the batch sampler
+
+
+@dataclass
+class LMHistory:
+    step: list[int] = field(default_factory=list)          # steps at which the losses below were taken
+    train_loss: list[float] = field(default_factory=list)  # training loss (mean since the last record)
+    valid_loss: list[float] = field(default_factory=list)  # validation loss on fixed windows
+    seconds: list[float] = field(default_factory=list)     # wall time since the start (evaluation excluded)
+    tokens_per_s: float = 0.0                               # training tokens per second over the run
+
+
+def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, cfg: LMTrainConfig,
+             progress: bool = True, step_fn=None) -> LMHistory:
+    """The loop of the module docstring with course_lib's reference pieces (or ``step_fn``)."""
+    from tqdm.auto import tqdm
+
+    step_fn = step_fn or train_step
+    device = next(model.parameters()).device
+    optimizer = configure_optimizer(model, cfg.max_lr, cfg.weight_decay)
+    g = torch.Generator().manual_seed(cfg.seed)
+    history, running, count, spent = LMHistory(), 0.0, 0, 0.0
+    model.train()
+    bar = tqdm(range(cfg.steps), disable=not progress, leave=False)
+    for step in bar:
+        lr = cosine_lr(step, cfg.max_lr, cfg.warmup, cfg.steps, cfg.min_lr)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        x, y = random_windows(train_ids, cfg.batch_size, cfg.context, g)
+        start = time.perf_counter()
+        running += step_fn(model, (x.to(device), y.to(device)), optimizer, cfg.clip)
+        spent += time.perf_counter() - start
+        count += 1
+        last = step == cfg.steps - 1 or (cfg.max_minutes is not None and spent > 60 * cfg.max_minutes)
+        if (step + 1) % cfg.eval_every == 0 or last:
+            history.step.append(step + 1)
+            history.train_loss.append(running / count)
+            history.valid_loss.append(estimate_loss(model, valid_ids, cfg.context, cfg.batch_size, cfg.eval_batches))
+            history.seconds.append(spent)
+            bar.set_postfix(train=f"{running / count:.3f}", valid=f"{history.valid_loss[-1]:.3f}")
+            running, count = 0.0, 0
+        if last:
+            break
+    history.tokens_per_s = history.step[-1] * cfg.batch_size * cfg.context / max(spent, 1e-9)
+    model.eval()
+    return history
+
+
+__all__ = ["LMHistory", "LMTrainConfig", "configure_optimizer", "cosine_lr", "estimate_loss", "train_lm", "train_step"]

@@ -1,0 +1,323 @@
+"""Plausible wrong implementations of notebook 07's graded classes and functions; each must fail a graded cell.
+
+Each ``code`` runs in the kernel of the executed solution notebook, where ``torch``, ``nn``, ``F``,
+``math``, ``np``, ``apply_rope``, ``KVCache`` and the graded names exist. Most bugs are the solution
+with one line changed (``_variant``), so each differs from the correct code by exactly its mistake.
+"""
+from tests.bugs import Bug
+
+
+def _variant(base: str, old: str, new: str) -> str:
+    """``base`` with ``old`` replaced by ``new`` (exactly once: a typo here must not go unnoticed)."""
+    assert base.count(old) == 1, f"the bug template does not contain exactly one {old!r}"
+    return base.replace(old, new)
+
+
+# ----------------------------------------------------------------------------------------------- RMSNorm
+_RMS = '''
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+'''
+_RMS_BUGS = [
+    Bug("RMSNorm", "subtracts the mean first (LayerNorm without bias)",
+        _variant(_RMS, "return x * torch.rsqrt(", "x = x - x.mean(dim=-1, keepdim=True)\n        return x * torch.rsqrt(")),
+    Bug("RMSNorm", "eps added outside the square root",
+        _variant(_RMS, "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                 "return x / (x.pow(2).mean(dim=-1, keepdim=True).sqrt() + self.eps) * self.weight")),
+    Bug("RMSNorm", "no eps at all", _variant(_RMS, "keepdim=True) + self.eps)", "keepdim=True))")),
+    Bug("RMSNorm", "normalises over the first axis", _variant(_RMS, "mean(dim=-1, keepdim=True)", "mean(dim=0, keepdim=True)")),
+    Bug("RMSNorm", "weight initialised to zeros", _variant(_RMS, "torch.ones(d)", "torch.zeros(d)")),
+]
+
+# ----------------------------------------------------------------------------------------------- SwiGLU
+_SWIGLU = '''
+class SwiGLU(nn.Module):
+    def __init__(self, d_model, d_ff):
+        super().__init__()
+        self.w1 = nn.Linear(d_model, d_ff, bias=False)
+        self.w3 = nn.Linear(d_model, d_ff, bias=False)
+        self.w2 = nn.Linear(d_ff, d_model, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+'''
+_SWIGLU_BUGS = [
+    Bug("SwiGLU", "SiLU on the value branch w3 instead of the gate w1",
+        _variant(_SWIGLU, "F.silu(self.w1(x)) * self.w3(x)", "self.w1(x) * F.silu(self.w3(x))")),
+    Bug("SwiGLU", "no SiLU: a bilinear unit", _variant(_SWIGLU, "F.silu(self.w1(x))", "self.w1(x)")),
+    Bug("SwiGLU", "ReLU gate (ReGLU)", _variant(_SWIGLU, "F.silu(", "F.relu(")),
+    Bug("SwiGLU", "linear layers with biases",
+        _variant(_SWIGLU, "self.w1 = nn.Linear(d_model, d_ff, bias=False)", "self.w1 = nn.Linear(d_model, d_ff)")),
+]
+
+# ----------------------------------------------------------------------------------------------- CausalSelfAttention
+_ATTN = '''
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, rope=True):
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads or n_heads
+        self.d_head = d_model // n_heads
+        self.rope = rope
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, self.n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        B, T, d_model = x.shape
+        start = cache.length if cache is not None else 0
+        q = self.q_proj(x).view(B, T, self.n_heads, self.d_head).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)
+        if self.rope:
+            positions = torch.arange(start, start + T, device=x.device)
+            q, k = apply_rope(q, positions), apply_rope(k, positions)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        group = self.n_heads // self.n_kv_heads
+        k = k.repeat_interleave(group, dim=1)
+        v = v.repeat_interleave(group, dim=1)
+        T_k = k.shape[2]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        may = torch.ones(T, T_k, dtype=torch.bool, device=x.device).tril(T_k - T)
+        weights = scores.masked_fill(~may, float("-inf")).softmax(dim=-1)
+        y = (weights @ v).transpose(1, 2).reshape(B, T, d_model)
+        return self.out_proj(y)
+'''
+_ATTN_BUGS = [
+    Bug("CausalSelfAttention", "RoPE applied to the values too",
+        _variant(_ATTN, "q, k = apply_rope(q, positions), apply_rope(k, positions)",
+                 "q, k, v = apply_rope(q, positions), apply_rope(k, positions), apply_rope(v, positions)")),
+    Bug("CausalSelfAttention", "GQA heads grouped in the wrong order (repeat instead of repeat_interleave)",
+        _variant(_variant(_ATTN, "k = k.repeat_interleave(group, dim=1)", "k = k.repeat(1, group, 1, 1)"),
+                 "v = v.repeat_interleave(group, dim=1)", "v = v.repeat(1, group, 1, 1)")),
+    Bug("CausalSelfAttention", "causal mask off by one: a position cannot see itself",
+        _variant(_ATTN, ".tril(T_k - T)", ".tril(T_k - T - 1)")),
+    Bug("CausalSelfAttention", "causal mask off by one: a position sees the next one",
+        _variant(_ATTN, ".tril(T_k - T)", ".tril(T_k - T + 1)")),
+    Bug("CausalSelfAttention", "cache positions not advanced: RoPE positions restart at 0 every call",
+        _variant(_ATTN, "positions = torch.arange(start, start + T, device=x.device)",
+                 "positions = torch.arange(T, device=x.device)")),
+    Bug("CausalSelfAttention", "mask ignores the cached keys' offset",
+        _variant(_ATTN, ".tril(T_k - T)", ".tril()")),
+    Bug("CausalSelfAttention", "scores scaled by sqrt(d_model) instead of sqrt(d_head)",
+        _variant(_ATTN, "/ math.sqrt(self.d_head)", "/ math.sqrt(d_model)")),
+    Bug("CausalSelfAttention", "new keys and values not added to the cache",
+        _variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
+]
+
+# ----------------------------------------------------------------------------------------------- GPTBlock
+_BLOCK = '''
+class GPTBlock(nn.Module):
+    def __init__(self, d_model, n_heads, d_ff, n_kv_heads=None, rope=True):
+        super().__init__()
+        self.attn_norm = RMSNorm(d_model)
+        self.attn = CausalSelfAttention(d_model, n_heads, n_kv_heads, rope)
+        self.ffn_norm = RMSNorm(d_model)
+        self.ffn = SwiGLU(d_model, d_ff)
+
+    def forward(self, x, cache=None):
+        x = x + self.attn(self.attn_norm(x), cache)
+        return x + self.ffn(self.ffn_norm(x))
+'''
+_BLOCK_BUGS = [
+    Bug("GPTBlock", "post-norm: norm(x + sublayer(x))",
+        _variant(_variant(_BLOCK, "x = x + self.attn(self.attn_norm(x), cache)", "x = self.attn_norm(x + self.attn(x, cache))"),
+                 "return x + self.ffn(self.ffn_norm(x))", "return self.ffn_norm(x + self.ffn(x))")),
+    Bug("GPTBlock", "the attention norm reused before the FFN",
+        _variant(_BLOCK, "self.ffn(self.ffn_norm(x))", "self.ffn(self.attn_norm(x))")),
+    Bug("GPTBlock", "no residual around the FFN", _variant(_BLOCK, "return x + self.ffn(", "return self.ffn(")),
+    Bug("GPTBlock", "cache not passed to attention",
+        _variant(_BLOCK, "self.attn(self.attn_norm(x), cache)", "self.attn(self.attn_norm(x))")),
+]
+
+# ----------------------------------------------------------------------------------------------- GPT
+_GPT = '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        d = config.d_model
+        self.tok_embed = nn.Embedding(config.vocab_size, d)
+        if config.positional == "learned":
+            self.pos_embed = nn.Embedding(config.max_len, d)
+        self.blocks = nn.ModuleList([
+            GPTBlock(d, config.n_heads, config.d_ff, config.n_kv_heads, rope=config.positional == "rope")
+            for _ in range(config.n_layers)])
+        self.norm = RMSNorm(d)
+        self.out = nn.Linear(d, config.vocab_size, bias=False)
+        if config.tie_output:
+            self.out.weight = self.tok_embed.weight
+
+    def forward(self, tokens, caches=None):
+        T = tokens.shape[1]
+        start = caches[0].length if caches else 0
+        x = self.tok_embed(tokens)
+        if self.config.positional == "learned":
+            x = x + self.pos_embed(torch.arange(start, start + T, device=tokens.device))
+        for i, block in enumerate(self.blocks):
+            x = block(x, caches[i] if caches else None)
+        return self.out(self.norm(x))
+'''
+_GPT_BUGS = [
+    Bug("GPT", "no final norm before the output layer", _variant(_GPT, "return self.out(self.norm(x))", "return self.out(x)")),
+    Bug("GPT", "always tied, whatever tie_output says",
+        _variant(_GPT, "        if config.tie_output:\n            self.out.weight", "        if True:\n            self.out.weight")),
+    Bug("GPT", "learned positions restart at 0 with a cache",
+        _variant(_GPT, "self.pos_embed(torch.arange(start, start + T, device=tokens.device))",
+                 "self.pos_embed(torch.arange(T, device=tokens.device))")),
+    Bug("GPT", "RoPE in the blocks even with learned positions",
+        _variant(_GPT, "rope=config.positional == \"rope\")", "rope=True)")),
+    Bug("GPT", "every block gets the first block's cache",
+        _variant(_GPT, "caches[i] if caches else None", "caches[0] if caches else None")),
+]
+
+# ----------------------------------------------------------------------------------------------- sample_next
+_SAMPLE = '''
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    logits = logits.float() / temperature
+    if top_k is not None:
+        kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = logits.softmax(dim=-1)
+    if top_p is not None:
+        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)
+        probs = probs * (above < top_p)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return torch.multinomial(probs, 1, generator=generator)[:, 0]
+'''
+_SAMPLE_BUGS = [
+    Bug("sample_next", "temperature applied after the softmax (then renormalised: no effect)",
+        _variant(_variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
+                 "probs = logits.softmax(dim=-1)", "probs = logits.softmax(dim=-1) / temperature\n    probs = probs / probs.sum(-1, keepdim=True)")),
+    Bug("sample_next", "top-p drops the token that crosses p",
+        _variant(_SAMPLE, "probs = probs * (above < top_p)", "probs = probs * (above + probs <= top_p)")),
+    Bug("sample_next", "top-k keeps k - 1 tokens",
+        _variant(_SAMPLE, "logits = logits.masked_fill(logits < kth, float(\"-inf\"))",
+                 "logits = logits.masked_fill(logits <= kth, float(\"-inf\"))")),
+    Bug("sample_next", "top-p before the temperature",
+        _variant(_variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
+                 "    return torch.multinomial(", "    probs = probs ** (1 / temperature)\n    probs = probs / probs.sum(-1, keepdim=True)\n    return torch.multinomial(")),
+    Bug("sample_next", "top-p ties split by sort order (cumulative sum of the sorted probabilities)",
+        _variant(_SAMPLE, "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n        probs = probs * (above < top_p)",
+                 "        sorted_p, order = probs.sort(dim=-1, descending=True)\n"
+                 "        keep_sorted = (sorted_p.cumsum(-1) - sorted_p) < top_p\n"
+                 "        probs = probs * torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)")),
+    Bug("sample_next", "temperature 0 not special-cased: samples at temperature 1",
+        _variant(_SAMPLE, "    if temperature == 0:\n        return logits.argmax(dim=-1)\n    logits = logits.float() / temperature",
+                 "    logits = logits.float() / (temperature or 1.0)")),
+]
+
+# ----------------------------------------------------------------------------------------------- generate
+_GENERATE = '''
+def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, generator=None):
+    caches = [KVCache() for _ in model.blocks] if use_cache else None
+    out, step_input = prompt, prompt
+    with torch.no_grad():
+        for _ in range(max_new_tokens):
+            logits = model(step_input, caches=caches)[:, -1]
+            token = sample_next(logits, temperature, top_k, top_p, generator)[:, None]
+            out = torch.cat([out, token], dim=1)
+            step_input = token if use_cache else out
+    return out
+'''
+_GENERATE_BUGS = [
+    Bug("generate", "feeds the whole sequence through the cache at every step",
+        _variant(_GENERATE, "step_input = token if use_cache else out", "step_input = out")),
+    Bug("generate", "samples from the first position's logits", _variant(_GENERATE, "caches=caches)[:, -1]", "caches=caches)[:, 0]")),
+    Bug("generate", "temperature and filters not passed to sample_next",
+        _variant(_GENERATE, "sample_next(logits, temperature, top_k, top_p, generator)", "sample_next(logits)")),
+    Bug("generate", "returns only the new tokens", _variant(_GENERATE, "    return out\n", "    return out[:, prompt.shape[1]:]\n")),
+    Bug("generate", "without the cache feeds only the last token",
+        _variant(_GENERATE, "step_input = token if use_cache else out", "step_input = token")),
+]
+
+# ----------------------------------------------------------------------------------------------- configure_optimizer
+_OPT = '''
+def configure_optimizer(model, lr, weight_decay):
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay = [p for p in model.parameters() if p.dim() >= 2 and id(p) not in embeddings]
+    no_decay = [p for p in model.parameters() if p.dim() < 2 or id(p) in embeddings]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+'''
+_OPT_BUGS = [
+    Bug("configure_optimizer", "weight decay on every parameter",
+        "def configure_optimizer(model, lr, weight_decay):\n"
+        "    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)\n"),
+    Bug("configure_optimizer", "embeddings decayed too (every matrix)",
+        _variant(_variant(_OPT, "p.dim() >= 2 and id(p) not in embeddings", "p.dim() >= 2"),
+                 "p.dim() < 2 or id(p) in embeddings", "p.dim() < 2")),
+    Bug("configure_optimizer", "weight decay on LayerNorm/RMSNorm weights (every 'weight')",
+        "def configure_optimizer(model, lr, weight_decay):\n"
+        "    decay = [p for n, p in model.named_parameters() if n.endswith('weight') and 'embed' not in n]\n"
+        "    rest = [p for n, p in model.named_parameters() if not (n.endswith('weight') and 'embed' not in n)]\n"
+        "    return torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}], lr=lr)\n"),
+    Bug("configure_optimizer", "Adam instead of AdamW",
+        _variant(_OPT, "return torch.optim.AdamW(", "return torch.optim.Adam(")),
+    Bug("configure_optimizer", "a tied matrix listed twice (through every module's weight)",
+        "def configure_optimizer(model, lr, weight_decay):\n"
+        "    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]\n"
+        "    rest = [p for p in model.parameters() if p.dim() < 2] + [m.weight for m in model.modules() if isinstance(m, nn.Embedding)]\n"
+        "    return torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}], lr=lr)\n"),
+]
+
+# ----------------------------------------------------------------------------------------------- cosine_lr
+_COSINE = '''
+def cosine_lr(step, max_lr, warmup, total, min_lr):
+    if step < warmup:
+        return max_lr * (step + 1) / warmup
+    if step >= total:
+        return min_lr
+    progress = (step - warmup) / (total - warmup)
+    return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)
+'''
+_COSINE_BUGS = [
+    Bug("cosine_lr", "warm-up off by one: step / warmup (0 at the first step)",
+        _variant(_COSINE, "max_lr * (step + 1) / warmup", "max_lr * step / warmup")),
+    Bug("cosine_lr", "cosine over all steps, not from the end of the warm-up",
+        _variant(_COSINE, "progress = (step - warmup) / (total - warmup)", "progress = step / total")),
+    Bug("cosine_lr", "decays to 0, min_lr ignored",
+        _variant(_COSINE, "return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)",
+                 "return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr")),
+    Bug("cosine_lr", "after total the cosine climbs again",
+        _variant(_COSINE, "    if step >= total:\n        return min_lr\n", "")),
+]
+
+# ----------------------------------------------------------------------------------------------- train_step
+_STEP = '''
+def train_step(model, batch, optimizer, clip):
+    x, y = batch
+    optimizer.zero_grad()
+    logits = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+'''
+_STEP_BUGS = [
+    Bug("train_step", "clips after the step",
+        _variant(_STEP, "    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)\n    optimizer.step()\n",
+                 "    optimizer.step()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)\n")),
+    Bug("train_step", "gradients never zeroed", _variant(_STEP, "    optimizer.zero_grad()\n", "")),
+    Bug("train_step", "loss summed over positions instead of averaged",
+        _variant(_STEP, "y.reshape(-1))", "y.reshape(-1), reduction='sum')")),
+    Bug("train_step", "clips each value instead of the global norm",
+        _variant(_STEP, "clip_grad_norm_(model.parameters(), clip)", "clip_grad_value_(model.parameters(), clip)")),
+    Bug("train_step", "returns the loss tensor", _variant(_STEP, "return loss.item()", "return loss")),
+    Bug("train_step", "predicts the input instead of the next token",
+        _variant(_STEP, "y.reshape(-1))", "x.reshape(-1))")),
+]
+
+BUGS = (_RMS_BUGS + _SWIGLU_BUGS + _ATTN_BUGS + _BLOCK_BUGS + _GPT_BUGS + _SAMPLE_BUGS + _GENERATE_BUGS + _OPT_BUGS
+        + _COSINE_BUGS + _STEP_BUGS)
