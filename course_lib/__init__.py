@@ -3,7 +3,8 @@
 Notebook N teaches a building block; course_lib keeps a reference version of it so that notebook
 N+1 can build on a correct one. Modules, one concept each:
 
-    data          offline English→French corpus (grammar: the synchronous grammar) and real-corpus loading
+    data          offline English→French corpus and real-corpus loading; grammar: the corpus's synchronous
+                  grammar, lexicon: its words
     text          tokenizer, vocabulary, padding, length-bucketed batches
     rnn           Elman RNN, RNN language model, seq2seq encoder-decoder (notebook 01)
     attention     softmax, scaled dot-product, additive and multi-head attention, masks (02, 03)
@@ -11,9 +12,14 @@ N+1 can build on a correct one. Modules, one concept each:
     positional    sinusoidal, learned and rotary position encodings (04); order_task: its ablation
     transformer   the encoder-decoder Transformer (05); params: closed-form parameter counts
     decoding      greedy and beam search, batched translation; kv_cache: incremental decoding
-    train         training loop, device selection, checkpoints under runs/; distributed: DDP
+    train         training loop, device selection, eval_mode; checkpoints: checkpoints and results under runs/
+    distributed   `course train`'s options and the data-parallel entry point (torchrun -m course_lib.distributed)
     recipes       how each course model is built, trained and evaluated per profile
     bleu          BLEU from scratch, equal to sacreBLEU (06); capstone: every model compared
+    shakespeare   the Gutenberg plays, split by play, character vocabulary, batches (07)
+    gpt           the decoder-only GPT/Llama: RMSNorm, SwiGLU, causal attention with RoPE, GQA, KV cache (07)
+    sampling      temperature, top-k and top-p sampling, generation; lm_train: AdamW groups, cosine schedule
+    stand_ins     models with known answers for the graded checks of decoders (01, 05); lm_stand_ins: for 07
     grading       the checks that graded test cells use
     plotting      loss curves and heatmaps
 
@@ -43,7 +49,7 @@ def seed_everything(seed: int) -> None:
 
 
 def profile() -> str:
-    """The run profile: ``smoke``, ``laptop`` or ``gpu`` (spec §4).
+    """The run profile: ``smoke``, ``laptop`` or ``gpu`` (README.md, "Profiles").
 
     ``COURSE_PROFILE`` wins when set; nbgrader's validate and autograde (which set
     ``NBGRADER_EXECUTION``) run in ``smoke``; otherwise ``gpu`` when CUDA is available, else ``laptop``.
