@@ -152,11 +152,14 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
     if run.failure:
         result.status, result.reasons = FAILED, result.reasons + [run.failure]
         return _with_log(result, run, workdir)
-    outcomes = {k: got for k, got in replayed.items()}
+    outcomes = dict(replayed)
     for number, group in enumerate(cascade_groups(context, outcomes), 1):
         rerun, again = _run(context, found, workdir / f"cascade-{number}", slot,
                             [k for c in group for k in context.probes_of(c)], bind=True)
-        if not rerun.failure:
+        if rerun.failure:  # the cells keep their first verdict, which a person should check
+            result.reasons.append(f"{', '.join(c.grade_id for c in group)}: could not be graded again with the "
+                                  f"exercises they build on corrected: {rerun.failure}")
+        else:
             outcomes.update(again)
     result.seconds = time.monotonic() - started
     result.checks = _verdicts(context, outcomes, findings)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Iterable
 
@@ -95,11 +96,11 @@ def redacted_course_lib(names: Iterable[str], cache: Path) -> tuple[Path, list[s
     for relative, text in sources.items():
         digest.update(str(relative).encode() + b"\0" + text.encode())
     folder = cache / f"course_lib-{digest.hexdigest()[:16]}"
-    listing = folder.parent / f"{folder.name}.removed"
-    if listing.is_file() and (folder / "__init__.py").is_file():
+    listing = folder / ".removed"  # written last: a folder without it is someone's unfinished build
+    if listing.is_file():
         return folder, listing.read_text(encoding="utf-8").split()
-    staging = Path(str(folder) + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", dir=cache))  # graders of a batch may race here
     removed: list[str] = []
     for relative, text in sources.items():
         module = _module_name(relative)
@@ -109,7 +110,14 @@ def redacted_course_lib(names: Iterable[str], cache: Path) -> tuple[Path, list[s
         target = staging / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    shutil.rmtree(folder, ignore_errors=True)
-    staging.rename(folder)
-    listing.write_text("\n".join(removed), encoding="utf-8")
+    (staging / ".removed").write_text("\n".join(removed), encoding="utf-8")
+    staging.chmod(0o755)
+    if folder.exists() and not listing.is_file():  # left half-built by a grader that was stopped
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        staging.rename(folder)  # atomic; fails when another grader finished the same build first
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not listing.is_file():
+            raise
     return folder, removed
