@@ -41,7 +41,7 @@ from .reference import Reference, build_reference, load_result, plan_limits, red
 from .runs import Run, run_plan
 from .sandbox import Limits, Sandbox
 from .submission import (Answers, Cell, Unreadable, answers, cell_ids, graded_plan, read_submission,
-                         release_stubs, source_cells)
+                         release_stubs, replay_after, source_cells)
 from .untrusted import Missing, no_links, read_bytes, safe_data, safe_text
 from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW  # noqa: F401 (re-exported)
 
@@ -181,6 +181,7 @@ def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: lis
     keep = {name for k in replay for name in context.reference.calls[k].get("binds", {})} if bind else set()
     plan = {"mode": "grade", "cells": [c.as_plan() for c in cells], "limits": plan_limits(context.limits),
             "replay": replay, "bind": bind,
+            "replay_after": replay_after(context.cells, context.reference.calls, replay),
             "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
     run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
                                                     "probes.json": context.reference.folder / "probes.json"},

@@ -23,7 +23,7 @@ from .plain import compare, error_message
 from .redacted import redacted_course_lib
 from .runs import Run, run_plan
 from .sandbox import Limits, Sandbox
-from .submission import Answers, Cell, graded_plan, release_stubs
+from .submission import Answers, Cell, graded_plan, release_stubs, replay_after
 
 
 @dataclass
@@ -97,7 +97,7 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         check_cells = graded_plan(cells, solution, {})
         check = run_plan(sandbox, Path(scratch) / "check",
                          {"mode": "check", "cells": [c.as_plan() for c in check_cells], "limits": plan_limits(limits),
-                          "replay": replayable},
+                          "replay": replayable, "replay_after": replay_after(cells, calls, replayable)},
                          {**files, "probes": record.outbox / "probes", "probes.json": record.outbox / "probes.json"},
                          limits, course_lib=redacted_for(assignment, cells, calls))
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
@@ -122,7 +122,8 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         if sampled:
             samples = run_plan(sandbox, Path(scratch) / "samples",
                                {"mode": "grade", "cells": [c.as_plan() for c in check_cells],
-                                "limits": plan_limits(limits), "replay": sampled, "sampled": sampled},
+                                "limits": plan_limits(limits), "replay": sampled, "sampled": sampled,
+                                "replay_after": replay_after(cells, calls, sampled)},
                                {**files, "probes": record.outbox / "probes",
                                 "probes.json": record.outbox / "probes.json"},
                                limits, course_lib=redacted_for(assignment, cells, calls))
@@ -158,6 +159,7 @@ def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], san
     plan_cells = graded_plan(cells, Answers({}), stubs)
     run = run_plan(sandbox, scratch / "release", {"mode": "grade", "cells": [c.as_plan() for c in plan_cells],
                                                   "limits": plan_limits(limits), "replay": kept,
+                                                  "replay_after": replay_after(cells, calls, kept),
                                                   "sampled": [k for k in kept if calls[k].get("sampled")]},
                    {**files, "probes": recorded / "probes", "probes.json": recorded / "probes.json"}, limits,
                    course_lib=redacted_for(assignment, cells, calls))

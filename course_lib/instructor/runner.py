@@ -66,6 +66,30 @@ def _error(result) -> str | None:
     return (f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)[:MESSAGE_CHARS]
 
 
+def _run_cell(shell, cell: dict, step: int, events: Events, recorder, captured: dict, main_pid: int) -> None:
+    """One cell of the plan (a test cell as its visible and hidden parts), its end reported."""
+    events.emit(step=step, start=True)
+    if recorder:
+        recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
+    started = time.perf_counter()
+    for segment, source in cell.get("segments") or [("visible", cell["source"])]:
+        if recorder:
+            recorder.segment = segment
+        result = shell.run_cell(source, store_history=False)
+        if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
+            os._exit(0)
+        if _error(result):
+            break
+    if recorder:
+        recorder.cell = None
+    if cell["kind"] == "solution":
+        captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
+        if recorder:
+            recorder.wrap(shell.user_ns, cell["names"])
+    error = _error(result)
+    events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+
+
 def main(argv: list[str]) -> int:
     inbox, outbox = Path(argv[0]), Path(argv[1])
     if "--drop-to" in argv:
@@ -97,37 +121,16 @@ def main(argv: list[str]) -> int:
     shell = _shell()
     skip = {int(step): why for step, why in plan.get("skip", {}).items()}
     captured: dict = {}
-    for step, cell in enumerate(plan["cells"]):
-        if step in skip:
-            events.emit(step=step, ok=False, error=skip[step], skipped=True)
-            continue
-        events.emit(step=step, start=True)
-        if recorder:
-            recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
-        started = time.perf_counter()
-        for segment, source in cell.get("segments") or [("visible", cell["source"])]:
-            if recorder:
-                recorder.segment = segment
-            result = shell.run_cell(source, store_history=False)
-            if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
-                os._exit(0)
-            if _error(result):
-                break
-        if recorder:
-            recorder.cell = None
-        if cell["kind"] == "solution":
-            captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
-            if recorder:
-                recorder.wrap(shell.user_ns, cell["names"])
-        error = _error(result)
-        events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
-    sys.stdout.flush()
-    if recorder:
-        recorder.save(outbox)
-    else:
-        calls = json.loads((inbox / "probes.json").read_text(encoding="utf-8"))
-        (outbox / "replay").mkdir(exist_ok=True)
+    calls = None if recorder else json.loads((inbox / "probes.json").read_text(encoding="utf-8"))
+    (outbox / "replay").mkdir(exist_ok=True)
+    last = len(plan["cells"]) - 1
+    after = {int(k): v for k, v in plan.get("replay_after", {}).items()}
+
+    def replay_after(position: int) -> None:
+        """The probes whose test cell stood right after plan step ``position``."""
         for offset, index in enumerate(plan.get("replay", [])):
+            if min(after.get(index, last), last) != position:
+                continue
             step = len(plan["cells"]) + offset
             if step in skip:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
@@ -145,6 +148,19 @@ def main(argv: list[str]) -> int:
             if plan["mode"] == "check":
                 torch.save(replay(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
             events.emit(step=step, ok=True)
+
+    if not recorder:
+        replay_after(-1)  # probes of a test cell that stood before every cell of the plan
+    for step, cell in enumerate(plan["cells"]):
+        if step in skip:
+            events.emit(step=step, ok=False, error=skip[step], skipped=True)
+        else:
+            _run_cell(shell, cell, step, events, recorder, captured, main_pid)
+        if not recorder:
+            replay_after(step)
+    sys.stdout.flush()
+    if recorder:
+        recorder.save(outbox)
     events.emit(done=True)
     sys.stdout.flush()
     os._exit(0)  # skip interpreter shutdown: the student's atexit hooks and finalisers must not run

@@ -183,6 +183,20 @@ def graded_plan(cells: list[Cell], found: Answers, stubs: dict[str, str]) -> lis
                  c.names, c.points) if c.kind == "solution" else c for c in cells[:last + 1] if c.kind != "test"]
 
 
+def replay_after(cells: list[Cell], calls: list[dict], replay: list[int]) -> dict[str, int]:
+    """Probe -> the step of the graded plan after which it replays: where its test cell stood in the
+    notebook, so that what the student's code sees (a helper's global, a variable an instructor cell
+    rebinds later) is what it would see when that test ran."""
+    last = max((i for i, c in enumerate(cells) if c.kind == "solution"), default=-1)
+    point, before = {}, 0
+    for i, cell in enumerate(cells):
+        if cell.kind == "test":
+            point[cell.grade_id] = before - 1
+        elif i <= last:
+            before += 1
+    return {str(k): point.get(calls[k]["cell"], before - 1) for k in replay}
+
+
 def release_stubs(path: Path) -> dict[str, str]:
     """Answer cells as released (signature, docstring, ``raise NotImplementedError()``), for missing answers."""
     if not path.is_file():

@@ -429,6 +429,8 @@ def _fixtures() -> list[Fixture]:
           Expected(GRADED, 6, failed=("test_attention",), why="write yourself")),
         f("pasted_reference", "softmax is course_lib's reference pasted in, variables renamed: correct, and flagged",
           lambda root: files(answered(root, softmax=_pasted_softmax())), Expected(REVIEW, POINTS, why="pasted")),
+        f("helper_name_reused", "double uses a global `factor` that a later instructor cell rebinds to 10",
+          submission(double="factor = 2\n\ndef double(x):\n    return factor * x"), Expected(GRADED, POINTS)),
         f("leak_inbox", "double raises an error carrying every file the grader gave its sandbox",
           submission(double=LEAK_INBOX), Expected(GRADED, 7, failed=("test_double",), why="ValueError")),
         # --- credit through the answers that ship with the course: absent from the grader's sandbox ---

@@ -162,7 +162,8 @@ def toy_notebook() -> nbformat.NotebookNode:
         cells.append(_cell("code", test, f"test-{name}", {"grade": True, "solution": False, "locked": True,
                                                          "points": points, "grade_id": f"test_{name}"}, slide="skip"))
         if name == "double":
-            cells.append(_cell("code", 'print("double(21) =", double(21))', "experiment", {**locked, "grade_id": "experiment"}))
+            experiment = 'print("double(21) =", double(21))\nfactor = 10  # the instructor\'s name; a student may use it too'
+            cells.append(_cell("code", experiment, "experiment", {**locked, "grade_id": "experiment"}))
     notebook.cells = cells
     return notebook
 
