@@ -17,6 +17,14 @@ def graded_names(assignment) -> dict[str, str]:
             for name in defined_names(cell.source)}
 
 
+def catalogue_gaps(assignment, targets: list[str], minimum: int) -> tuple[dict[str, int], set[str]]:
+    """A catalogue's coverage of the graded names: those with fewer than ``minimum`` entries (name ->
+    count), and the targets no solution cell defines."""
+    names = graded_names(assignment)
+    counts = {name: targets.count(name) for name in names}
+    return {n: c for n, c in counts.items() if c < minimum}, set(targets) - set(names)
+
+
 class NotebookSession:
     """The solution notebook of ``assignment`` run top to bottom in a live kernel (smoke profile)."""
 

@@ -14,7 +14,7 @@ import pytest
 
 from .alternatives import catalogue
 from .conftest import ASSIGNMENTS
-from .notebook_session import NotebookSession, graded_names
+from .notebook_session import NotebookSession, catalogue_gaps, graded_names
 
 MIN_ALTERNATIVES_PER_NAME = 2
 
@@ -30,12 +30,10 @@ def _definition(source: str, name: str) -> str | None:
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
 def test_catalogue_covers_every_graded_name(assignment):
     alternatives = catalogue(assignment.id)
-    names = graded_names(assignment)
-    counts = {name: sum(alt.target == name for alt in alternatives) for name in names}
-    thin = {name: count for name, count in counts.items() if count < MIN_ALTERNATIVES_PER_NAME}
+    thin, strangers = catalogue_gaps(assignment, [alt.target for alt in alternatives], MIN_ALTERNATIVES_PER_NAME)
     assert not thin, f"tests/alternatives/{assignment.id}.py needs ≥{MIN_ALTERNATIVES_PER_NAME} alternatives for: {thin}"
-    strangers = {alt.target for alt in alternatives} - set(names)
     assert not strangers, f"alternatives target names no solution cell defines: {strangers}"
+    names = graded_names(assignment)
     descriptions = [(alt.target, alt.description) for alt in alternatives]
     assert len(descriptions) == len(set(descriptions)), "two alternatives of one name share a description"
     for alt in alternatives:

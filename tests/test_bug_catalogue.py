@@ -11,7 +11,7 @@ import pytest
 
 from .bugs import catalogue
 from .conftest import ASSIGNMENTS
-from .notebook_session import NotebookSession, graded_names
+from .notebook_session import NotebookSession, catalogue_gaps
 
 MIN_BUGS_PER_FUNCTION = 3
 
@@ -19,11 +19,8 @@ MIN_BUGS_PER_FUNCTION = 3
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
 def test_catalogue_covers_every_graded_function(assignment):
     bugs = catalogue(assignment.id)
-    names = graded_names(assignment)
-    counts = {name: sum(bug.target == name for bug in bugs) for name in names}
-    thin = {name: count for name, count in counts.items() if count < MIN_BUGS_PER_FUNCTION}
+    thin, strangers = catalogue_gaps(assignment, [bug.target for bug in bugs], MIN_BUGS_PER_FUNCTION)
     assert not thin, f"tests/bugs/{assignment.id}.py needs ≥{MIN_BUGS_PER_FUNCTION} bugs for: {thin}"
-    strangers = {bug.target for bug in bugs} - set(names)
     assert not strangers, f"bugs target names no solution cell defines: {strangers}"
     descriptions = [bug.description for bug in bugs]
     assert len(descriptions) == len(set(descriptions)), "two bugs share a description"
