@@ -1,6 +1,6 @@
 """Benchmark of notebook 02: run the solution notebook in the laptop profile and record its numbers.
 
-    python -m benchmarks.attention_rnn                          # or: python benchmarks/attention_rnn.py
+    python -m benchmarks.attention_rnn
     python -m benchmarks.attention_rnn --reuse-01 runs/01_rnn_baselines   # compare with 01's own model
     python -m benchmarks.attention_rnn --profile smoke --output /tmp/nb02.json
 
@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/attention_rnn.py`
-    sys.path.insert(0, str(ROOT))
+from benchmarks._notebook_run import RESULTS, add_notebook_arguments, machine, run_notebook, write_report
 
-from benchmarks._notebook_run import RESULTS, add_notebook_arguments, machine, run_notebook, write_report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "02_attention"
 TARGET_BLEU, BUDGET_MINUTES = 95.0, 6.0  # the laptop profile's targets (benchmarks/README.md)

@@ -127,6 +127,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # for `python benchmarks/autograde_batch.py`
     raise SystemExit(main())

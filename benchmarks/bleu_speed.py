@@ -1,6 +1,6 @@
 """Speed of course_lib's from-scratch BLEU against sacreBLEU on 3000 sentences (same process, same data).
 
-    python -m benchmarks.bleu_speed                 # or: python benchmarks/bleu_speed.py
+    python -m benchmarks.bleu_speed
     python -m benchmarks.bleu_speed --repeats 21 --output /tmp/bleu_speed.json
 
 Scores the first 3000 sentences of the generated corpus's ``test`` split (hypotheses: the first
@@ -18,12 +18,10 @@ import random
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/bleu_speed.py`
-    sys.path.insert(0, str(ROOT))
+from benchmarks._notebook_run import RESULTS, machine, write_report
+from benchmarks._timing import alternate, medians
 
-from benchmarks._notebook_run import RESULTS, machine, write_report  # noqa: E402
-from benchmarks._timing import alternate, medians  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 MAX_RATIO = 1.5  # course_lib's time / sacreBLEU's time allowed
 

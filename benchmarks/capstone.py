@@ -1,6 +1,6 @@
 """Benchmark of notebook 06: the capstone comparison of every model of the course, timed.
 
-    python -m benchmarks.capstone                       # or: python benchmarks/capstone.py
+    python -m benchmarks.capstone
     python -m benchmarks.capstone --profile smoke --output /tmp/nb06.json
 
 Executes ``solutions/06_bleu/06_bleu.ipynb`` top to bottom (see ``benchmarks/_notebook_run.py``)
@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/capstone.py`
-    sys.path.insert(0, str(ROOT))
+from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
+from benchmarks.attention_rnn import BUDGET_MINUTES  # every notebook's, laptop profile
 
-from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report  # noqa: E402
-from benchmarks.attention_rnn import BUDGET_MINUTES  # noqa: E402  (every notebook's, laptop profile)
+ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "06_bleu"
 EARLIER = ("01_rnn_baselines", "02_attention", "05_transformer")  # the notebooks whose models it compares

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/corpus_speed.py`
-    sys.path.insert(0, str(ROOT))
+from benchmarks._notebook_run import machine, write_report
 
-from benchmarks._notebook_run import machine, write_report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TARGET_SECONDS = 10.0
 

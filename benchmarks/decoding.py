@@ -26,21 +26,19 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import torch
+
+from benchmarks._notebook_run import machine, write_report
+from benchmarks._timing import alternate, medians
+from course_lib import recipes
+from course_lib.bleu import bleu
+from course_lib.data import reference_sets, translation_pairs
+from course_lib.decoding import beam_search, translate
+from course_lib.checkpoints import CheckpointError, load_checkpoint, runs_dir
+from course_lib.train import pick_device
+from course_lib.transformer import Transformer, TransformerConfig, greedy_decode
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/decoding.py`
-    sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from benchmarks._notebook_run import machine, write_report  # noqa: E402
-from benchmarks._timing import alternate, medians  # noqa: E402
-from course_lib import recipes  # noqa: E402
-from course_lib.bleu import bleu  # noqa: E402
-from course_lib.data import reference_sets, translation_pairs  # noqa: E402
-from course_lib.decoding import beam_search, translate  # noqa: E402
-from course_lib.checkpoints import CheckpointError, load_checkpoint, runs_dir  # noqa: E402
-from course_lib.train import pick_device  # noqa: E402
-from course_lib.transformer import Transformer, TransformerConfig, greedy_decode  # noqa: E402
 
 DECODERS = {
     "greedy, KV cache": partial(greedy_decode, use_cache=True),

@@ -19,20 +19,19 @@ Sections of ``benchmarks/results/07_language_model.json``:
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
 
 import torch
 
 from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
 
+ROOT = Path(__file__).resolve().parents[1]
+
 ASSIGNMENT = "07_language_model"
 TARGET = 1.70  # nats per character, laptop profile
+GPU_TARGET, GPU_TRAIN_MINUTES = 1.45, 3.0  # nats per character within these training minutes on one H100
+KV_CACHE_SPEEDUP = 3.0  # generation with the cache against recomputation, 256 new tokens, laptop
 BUDGET_MINUTES = 6.0
 
 
@@ -109,7 +108,7 @@ def main(argv=None) -> int:
     if not args.skip_notebook:
         minutes, results = run_notebook(ASSIGNMENT, profile=args.profile, timeout=args.timeout, threads=args.threads,
                                         keep=args.keep)
-        report["notebook"] = {"profile": args.profile, "minutes": round(minutes, 2), **{
+        report["notebook"] = {"profile": args.profile, "notebook_minutes": round(minutes, 2), **{
             k: results.get(k) for k in ("valid_loss", "train_minutes", "steps", "tokens_per_s", "parameters", "data",
                                         "kv_cache", "ablation", "sampling")}}
         report["notebook"]["met"] = bool(results.get("valid_loss", 99) <= TARGET and minutes <= BUDGET_MINUTES)

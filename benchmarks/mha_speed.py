@@ -32,18 +32,16 @@ import resource
 import sys
 from pathlib import Path
 
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from benchmarks._notebook_run import machine, write_report
+from benchmarks._timing import alternate, medians
+from course_lib.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from course_lib.kv_cache import CachedMultiHeadAttention
+
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/mha_speed.py`
-    sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-
-from benchmarks._notebook_run import machine, write_report  # noqa: E402
-from benchmarks._timing import alternate, medians  # noqa: E402
-from course_lib.attention import MultiHeadAttention, causal_mask, scaled_dot_product_attention  # noqa: E402
-from course_lib.kv_cache import CachedMultiHeadAttention  # noqa: E402
 
 TARGET_RATIO = 1.1  # course_lib's fused MHA time / nn.MultiheadAttention's
 TRAINING_LENGTHS = (32, 64)  # the T range of notebook 05's batches, where the target applies

@@ -1,6 +1,6 @@
 """Benchmark of notebook 04: run the solution notebook in the laptop profile and record the ablation.
 
-    python -m benchmarks.positional_ablation            # or: python benchmarks/positional_ablation.py
+    python -m benchmarks.positional_ablation
     python -m benchmarks.positional_ablation --profile smoke --output /tmp/nb04.json
 
 Executes ``solutions/04_positional_encoding/04_positional_encoding.ipynb`` top to bottom (see
@@ -16,11 +16,9 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/positional_ablation.py`
-    sys.path.insert(0, str(ROOT))
+from benchmarks._notebook_run import machine, run_notebook, write_report
 
-from benchmarks._notebook_run import machine, run_notebook, write_report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "04_positional_encoding"
 RECORDED = ("headline", "accuracy_trained_length", "accuracy_positions_seen", "accuracy_positions_unseen",

@@ -1,6 +1,6 @@
 """Benchmark of notebook 01: run the solution notebook in the laptop profile and record its numbers.
 
-    python -m benchmarks.rnn_baselines            # or: python benchmarks/rnn_baselines.py
+    python -m benchmarks.rnn_baselines
     python -m benchmarks.rnn_baselines --profile smoke --output /tmp/nb01.json
 
 Executes ``solutions/01_rnn_baselines/01_rnn_baselines.ipynb`` top to bottom (see
@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `python benchmarks/rnn_baselines.py`
-    sys.path.insert(0, str(ROOT))
+from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
 
-from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "01_rnn_baselines"
 

@@ -24,12 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # for `course bench`, which may start outside the course folder
-    sys.path.insert(0, str(ROOT))
+from benchmarks import capstone, table
+from benchmarks._notebook_run import RESULTS, machine, write_report
 
-from benchmarks import capstone, table  # noqa: E402
-from benchmarks._notebook_run import RESULTS, machine, write_report  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SMOKE_OUTPUT = ROOT / "build" / "benchmarks-smoke"  # a smoke run never overwrites real measurements
 RUNS_KEPT = ROOT / "build" / "benchmark-runs"  # the quality section's notebooks leave their run folders here
@@ -70,7 +68,8 @@ def throughput(options: Options) -> None:
 
 # (module, assignment): each runs its solution notebook and writes what it recorded
 NOTEBOOK_BENCHMARKS = (("benchmarks.rnn_baselines", "01_rnn_baselines"), ("benchmarks.attention_rnn", "02_attention"),
-                       ("benchmarks.transformer", "05_transformer"), ("benchmarks.capstone", "06_bleu"))
+                       ("benchmarks.transformer", "05_transformer"), ("benchmarks.capstone", "06_bleu"),
+                       ("benchmarks.language_model", "07_language_model"))
 
 
 def quality(options: Options) -> None:
@@ -165,8 +164,9 @@ SECTIONS: dict[str, Section] = {
                          "T 32-1024 (benchmarks/mha_speed.py)"),
     "throughput": Section(throughput, True, "training tokens/s of course_lib's Transformer vs nn.Transformer of the "
                           "same size (benchmarks/transformer.py)"),
-    "quality": Section(quality, False, "time to quality: notebooks 01, 02, 05 and 06 run top to bottom in every "
-                       "profile this machine has: minutes, BLEU on test and test_long (half an hour per profile)"),
+    "quality": Section(quality, False, "time to quality: notebooks 01, 02, 05, 06 and 07 run top to bottom in "
+                       "every profile this machine has: minutes, BLEU on test and test_long, 07's validation loss "
+                       "against nanoGPT's CPU recipe (40 minutes per profile)"),
     "bleu": Section(bleu, True, "course_lib.bleu vs sacreBLEU on 3000 sentences: same score, time ratio "
                     "(benchmarks/bleu_speed.py)"),
     "decoding": Section(decoding, True, "sentences/s of greedy and beam search, with and without the KV cache "
@@ -184,9 +184,9 @@ def readme_path(output_dir: Path) -> Path:
     return ROOT / "benchmarks" / "README.md" if output_dir.resolve() == RESULTS.resolve() else output_dir / "README.md"
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m benchmarks") -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__.split("\n\n")[0],
+        prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="sections:\n" + "\n".join(f"  {name:<11} {s.help}{'' if s.fast else ' [not in the default list]'}"
                                          for name, s in SECTIONS.items()))

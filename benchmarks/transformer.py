@@ -23,14 +23,9 @@ import json
 import math
 import os
 import resource
-import sys
 import time
 import warnings
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))  # for `python benchmarks/transformer.py`
 
 import torch
 from torch import nn
@@ -38,6 +33,8 @@ from torch import nn
 from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
 from course_lib.positional import make_positional
 from course_lib.transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "05_transformer"
 

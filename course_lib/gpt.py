@@ -7,7 +7,7 @@
     logits = model(tokens, caches=caches)     # the same, and the keys/values kept for the next step
 
 Each block is pre-norm: ``x + attn(norm(x))`` then ``x + ffn(norm(x))``. ``style="gpt2"`` gives
-LayerNorm, a GELU MLP and biases (with learned positions: GPT-2 itself). For seed 000's experiments
+LayerNorm, a GELU MLP and biases (with learned positions: GPT-2 itself). For notebook 07's ablations
 ``positional`` may be "rope", "learned", "sinusoidal" or "none" and ``score`` "dot" or "additive"
 (the factorised additive score ``v·tanh(W_q x_i) + v·tanh(W_k x_j)``). Sampling and generation are in
 ``course_lib.sampling``, the training loop in ``course_lib.lm_train``.
@@ -36,7 +36,7 @@ class GPTConfig:
     positional: str = "rope"        # "rope" (rotate q, k), "learned", "sinusoidal" (added) or "none"
     tie_output: bool = True         # the output layer reuses the token embedding matrix
     style: str = "llama"            # "llama": RMSNorm, SwiGLU, no biases; "gpt2": LayerNorm, GELU MLP, biases
-    score: str = "dot"              # attention score: "dot" (scaled dot product) or "additive" (seed 000)
+    score: str = "dot"              # attention score: "dot" (scaled dot product) or "additive" (factorised, below)
     dropout: float = 0.0            # dropout on attention weights and on each sublayer's output
 
 
@@ -118,7 +118,7 @@ class CausalSelfAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.v_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        if score == "additive":  # seed 000: e_ij = v·tanh(q_i) + v·tanh(k_j), one v per head
+        if score == "additive":  # e_ij = v·tanh(q_i) + v·tanh(k_j), one v per head: the query term cancels in the softmax
             self.v_score = nn.Parameter(torch.randn(n_heads, self.d_head) / math.sqrt(self.d_head))
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:

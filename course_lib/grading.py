@@ -133,7 +133,7 @@ def check_close(
         ))
 
 
-def _resolve(dotted: str) -> tuple[Any, str]:
+def resolve_dotted(dotted: str) -> tuple[Any, str]:
     """Split ``"torch.nn.RNN.forward"`` into the object that owns the attribute and its name."""
     parts = dotted.split(".")
     for cut in range(len(parts) - 1, 0, -1):
@@ -167,7 +167,7 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
 
     try:
         for dotted in dotted_names:
-            owner, attribute = _resolve(dotted)
+            owner, attribute = resolve_dotted(dotted)
             saved.append((owner, attribute, owner.__dict__.get(attribute, _MISSING) if isinstance(owner, type)
                           else getattr(owner, attribute)))
             setattr(owner, attribute, blocker(dotted))

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.shakespeare import random_windows
+from course_lib.train import eval_mode
 
 
 def configure_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -64,16 +65,14 @@ def train_step(model: nn.Module, batch, optimizer: torch.optim.Optimizer, clip: 
 def estimate_loss(model: nn.Module, data: torch.Tensor, context: int, batch_size: int = 32,
                   n_batches: int = 10, seed: int = 1234) -> float:
     """Mean cross-entropy (nats per token) on ``n_batches`` windows drawn with a fixed seed."""
-    was_training = model.training
-    model.eval()
     g = torch.Generator().manual_seed(seed)
     device = next(model.parameters()).device
     total = 0.0
-    for _ in range(n_batches):
-        x, y = random_windows(data, batch_size, context, g)
-        logits = model(x.to(device))
-        total += F.cross_entropy(logits.flatten(0, 1).float(), y.to(device).flatten()).item()
-    model.train(was_training)
+    with eval_mode(model):
+        for _ in range(n_batches):
+            x, y = random_windows(data, batch_size, context, g)
+            logits = model(x.to(device))
+            total += F.cross_entropy(logits.flatten(0, 1).float(), y.to(device).flatten()).item()
     return total / n_batches
 
 

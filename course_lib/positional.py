@@ -33,8 +33,8 @@ def _check_even(d: int, what: str) -> None:
 
 
 def _frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
-    """ω_i = base^(-2i/d) for i = 0 .. d/2 - 1, in float64: (d/2,)."""
-    two_i = torch.arange(0, d, 2, dtype=torch.float64)  # (d/2,): 0, 2, 4, ...
+    """ω_i = base^(-2i/d) for i = 0 .. d/2 - 1, in float64 on the CPU (callers move it): (d/2,)."""
+    two_i = torch.arange(0, d, 2, dtype=torch.float64, device="cpu")  # (d/2,): 0, 2, 4, ...
     return torch.exp(-math.log(base) * two_i / d)
 
 
@@ -70,7 +70,8 @@ def rope_angles(positions: torch.Tensor, d: int, base: float = 10000.0,
     Worth caching when the same positions are used by every layer (as ``PositionalEncoding`` does).
     """
     _check_even(d, "the rotated dimension")
-    positions = torch.as_tensor(positions)
+    if not isinstance(positions, torch.Tensor):  # as_tensor would also move a tensor to the default device
+        positions = torch.as_tensor(positions)
     # float64 keeps m·ω_i accurate for large positions; Apple's MPS has no float64
     work = torch.float32 if positions.device.type == "mps" else torch.float64
     omega = _frequencies(d, base).to(work).to(positions.device)  # (d/2,)

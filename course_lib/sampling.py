@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from course_lib.gpt import KVCache
+from course_lib.train import eval_mode
 
 
 def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
@@ -54,16 +55,14 @@ def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: floa
     newest token (``model(token, caches=caches)`` with one ``KVCache`` per block); without, every
     step feeds the whole sequence. The model is put in eval mode and left as it was found.
     """
-    was_training = model.training
-    model.eval()
     caches = [KVCache() for _ in model.blocks] if use_cache else None
     out, step_input = prompt, prompt                                                   # (B, T0)
-    for _ in range(max_new_tokens):
-        logits = model(step_input, caches=caches)[:, -1]                               # (B, V)
-        token = sample_next(logits, temperature, top_k, top_p, generator)[:, None]    # (B, 1)
-        out = torch.cat([out, token], dim=1)                                           # (B, T + 1)
-        step_input = token if use_cache else out
-    model.train(was_training)
+    with eval_mode(model):
+        for _ in range(max_new_tokens):
+            logits = model(step_input, caches=caches)[:, -1]                           # (B, V)
+            token = sample_next(logits, temperature, top_k, top_p, generator)[:, None]  # (B, 1)
+            out = torch.cat([out, token], dim=1)                                       # (B, T + 1)
+            step_input = token if use_cache else out
     return out
 
 

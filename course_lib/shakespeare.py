@@ -19,7 +19,6 @@ real cache), so the function is there for honesty and for other Gutenberg files.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import tarfile
@@ -159,8 +158,10 @@ def random_windows(data: torch.Tensor, batch_size: int, context: int,
     """``batch_size`` windows at random starts: x = data[s : s+T], y = data[s+1 : s+T+1], each (B, T)."""
     if len(data) <= context:
         raise ValueError(f"{len(data)} tokens cannot fill a window of {context} + 1")
-    starts = torch.randint(0, len(data) - context, (batch_size,), generator=generator)  # (B,)
-    offsets = torch.arange(context + 1)                                                # (T+1,)
+    # indices where the generator draws them (a CPU generator can index data on any device)
+    device = generator.device if generator is not None else data.device
+    starts = torch.randint(0, len(data) - context, (batch_size,), generator=generator, device=device)  # (B,)
+    offsets = torch.arange(context + 1, device=device)                                                 # (T+1,)
     windows = data[starts[:, None] + offsets]                                          # (B, T+1)
     return windows[:, :-1], windows[:, 1:]
 

@@ -175,6 +175,25 @@ def test_mha_cross_attention_with_different_lengths():
                  atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("train_mode", [False, True])
+def test_mha_fully_masked_row_on_the_fused_path_is_finite_and_equals_the_explicit_path(train_mode):
+    """An empty source sentence is all padding: its cross-attention rows mask every key. The
+    explicit path gives zero weights; the fused kernel must give the same output and no NaN
+    (older torch versions returned NaN here), in the forward and the backward pass."""
+    seed_everything(12)
+    mha = MultiHeadAttention(8, 2).train(train_mode)
+    query = torch.randn(2, 3, 8, requires_grad=True)
+    memory = torch.randn(2, 4, 8)
+    mask = padding_mask(torch.tensor([[5, 5, 5, 0], [0, 0, 0, 0]]))  # (B, 1, 1, T_k); row 1: nothing to see
+    fused, _ = mha(query, memory, memory, mask, need_weights=False)
+    explicit, weights = mha(query, memory, memory, mask, need_weights=True)
+    assert_close(weights[1], torch.zeros(3, 4))
+    assert_close(fused, explicit)
+    assert_close(fused[1], mha.out_proj.bias.expand(3, 8))  # attention output 0, then the output projection
+    fused.square().sum().backward()
+    assert torch.isfinite(query.grad).all()
+
+
 def test_mha_gradients_match_torch_on_the_fused_path():
     ours, ref = _pair(8, 2, seed=10)
     ours.train(), ref.train()

@@ -155,6 +155,15 @@ def test_the_catalogue_is_big_enough():
     assert len({f.name for f in CATALOGUE}) == len(CATALOGUE)
 
 
+def test_every_fixture_that_loses_marks_says_why():
+    """A fixture below full marks names the text the grader must give as its reason (test_fixture_outcome
+    finds it in the reasons or the failed checks' messages): losing marks for another reason fails."""
+    silent = [f.name for f in CATALOGUE
+              if not f.expected.why and (f.expected.status != GRADED or f.expected.score != POINTS
+                                         or f.expected.failed or f.expected.review)]
+    assert not silent, f"fixtures below full marks without a why: {silent}"
+
+
 @batch_test
 @pytest.mark.parametrize("index, fixture", list(enumerate(CATALOGUE)), ids=[f.name for f in CATALOGUE])
 def test_fixture_outcome(batch, index, fixture):

@@ -9,11 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from benchmarks import runner, table
 from benchmarks._timing import alternate
+from benchmarks.flops import matmul_params, peak_flops, training_flops
 from benchmarks.mha_speed import CONTENDERS, FUSED
+from benchmarks.transformer import TorchTransformer
+from course_lib import seed_everything
 from course_lib.instructor.cli import main as course
+from course_lib.transformer import Transformer, transformer_param_count
+
+from .test_transformer import batch, tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST_SECTIONS = {"attention": "attention", "throughput": "throughput", "bleu": "bleu_speed", "decoding": "decoding",
@@ -102,13 +109,13 @@ def test_ci_section_times_the_given_command(tmp_path):
     assert "| met |" in (tmp_path / "README.md").read_text()
 
 
-def test_course_bench_passes_its_arguments_to_the_runner(tmp_path, capsys):
+def test_course_bench_passes_its_arguments_to_the_runner(tmp_path, capfd):
+    """`course bench` runs `python -m benchmarks` in the course folder: nothing outside the package is imported."""
     _write(tmp_path, "ci", {"command": "make test", "exit_code": 3, "minutes": 1.0})
     assert course(["bench", "--table", "--output-dir", str(tmp_path)]) == 0
     assert "failed (exit 3) after 1.0 min | **GAP**" in (tmp_path / "README.md").read_text()
-    with pytest.raises(SystemExit):
-        course(["bench", "no-such-section"])
-    assert "unknown section no-such-section" in capsys.readouterr().err
+    assert course(["bench", "no-such-section"]) == 2
+    assert "unknown section no-such-section" in capfd.readouterr().err
 
 
 def test_alternate_reverses_the_order_every_other_round_and_keeps_min_repeats():
@@ -126,3 +133,31 @@ def test_every_benchmark_script_still_parses_its_command_line(module, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--help"])
     assert exit_.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
+@torch.no_grad()
+@pytest.mark.filterwarnings("ignore:.*nested tensor:UserWarning")  # torch's eval fast path, not our concern
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_whole_model_equals_nn_transformer_twin(norm_first):
+    """The benchmark's nn.Transformer twin computes the same function once the weights are copied."""
+    seed_everything(3)
+    cfg = tiny(norm_first=norm_first)
+    ours = Transformer(cfg).eval()
+    twin = TorchTransformer(cfg).eval()
+    assert sum(p.numel() for p in twin.parameters()) == transformer_param_count(cfg) + (0 if norm_first else 4 * 16)
+    twin.load_from(ours)
+    src, tgt = batch()
+    torch.testing.assert_close(twin(src, tgt), ours(src, tgt), atol=1e-4, rtol=1e-4)
+
+
+def test_training_flops():
+    cfg = tiny()
+    n_enc, n_dec = matmul_params(cfg)
+    assert n_enc == 2 * (4 * 16 * 16 + 2 * 16 * 24)
+    assert n_dec == 2 * (8 * 16 * 16 + 2 * 16 * 24) + 17 * 16
+    s, t = 5, 4
+    want = 6 * (n_enc * s + n_dec * t) + 12 * 16 * (2 * s * s + 2 * (t * t + t * s))
+    assert training_flops(cfg, [s, s], [t, t]) == 2 * want
+    assert peak_flops("NVIDIA H100 80GB HBM3") == 989e12
+    assert peak_flops("NVIDIA H100 PCIe") == 756e12
+    assert peak_flops("a toaster") is None

@@ -138,6 +138,20 @@ def test_translate_with_beam_search():
     assert greedy == beam1 and len(beam4) == 3
 
 
+def test_an_empty_sentence_decodes_without_nan_next_to_real_ones():
+    """translate() pads an empty source to an all-padding row: every cross-attention row of it is
+    fully masked. Its neighbours' translations must not change, and no NaN may reach argmax."""
+    model, _ = model_and_src()
+    src_vocab = Vocab(["<pad>", "<bos>", "<eos>", "<unk>"] + [f"e{i}" for i in range(9)])
+    tgt_vocab = Vocab(["<pad>", "<bos>", "<eos>", "<unk>"] + [f"f{i}" for i in range(13)])
+    alone = translate(greedy_decode, model, ["e1 e2 e3", "e4"], src_vocab, tgt_vocab, max_len=8)
+    with_empty = translate(greedy_decode, model, ["e1 e2 e3", "", "e4"], src_vocab, tgt_vocab, max_len=8)
+    assert [with_empty[0], with_empty[2]] == alone
+    src = torch.full((1, 5), PAD_ID)
+    memory = model.encode(src)
+    assert torch.isfinite(model.decode(torch.full((1, 1), BOS_ID), memory, padding_mask(src))).all()
+
+
 class Interrupted(Exception):
     """Stands for a KeyboardInterrupt (the stop button) in the middle of decoding."""
 

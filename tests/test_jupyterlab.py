@@ -25,7 +25,6 @@ from .conftest import ROOT
 
 ASSIGNMENT = "01_rnn_baselines"
 RELEASE = ROOT / "notebooks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-SCREENSHOTS = ROOT / "build" / "jupyterlab"
 
 pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
 
@@ -103,7 +102,8 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copy(RELEASE, course / "notebooks" / ASSIGNMENT)
     shutil.copytree(ROOT / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT)  # for the formgrader
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    screenshots = tmp_path / "screenshots"  # kept by pytest for a person (its last three runs' tmp folders)
+    screenshots.mkdir()
 
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
@@ -152,10 +152,10 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
         driver.execute_script("document.querySelector('.jp-NotebookPanel .jp-OutputArea-output img')"
                               ".scrollIntoView({block: 'center'})")
         time.sleep(0.5)
-        driver.save_screenshot(str(SCREENSHOTS / f"{ASSIGNMENT}.png"))
+        driver.save_screenshot(str(screenshots / f"{ASSIGNMENT}.png"))
         assert not browser.remote_requests(driver)
         assert not browser.console_errors(driver)
 
         driver.get(f"{base}/formgrader?token={token}")
         wait_for(driver, "return document.body.innerText.includes(arguments[0])", 60, ASSIGNMENT)
-        driver.save_screenshot(str(SCREENSHOTS / "formgrader.png"))
+        driver.save_screenshot(str(screenshots / "formgrader.png"))

@@ -92,7 +92,7 @@ def test_attention_cache_in_pieces_equals_all_at_once(score):
 
 
 def test_additive_score_ignores_the_query_within_the_softmax():
-    """Seed 000's factorised score: the query term cancels, so two different queries weigh keys alike."""
+    """The factorised additive score (notebook 07's ablation): the query term cancels, so two different queries weigh keys alike."""
     seed_everything(4)
     attn = CausalSelfAttention(8, 1, rope=False, score="additive").eval()
     with torch.no_grad():

@@ -12,7 +12,7 @@ from torch import nn
 
 from course_lib.instructor.copies import pasted_references
 from course_lib.instructor.plain import compare, mutable, plain
-from course_lib.instructor.probes import _path_to, match_parameters
+from course_lib.instructor.probes import path_to, match_parameters
 from course_lib.instructor.redacted import redact_source, redacted_course_lib, reference_sources
 from course_lib.instructor.submission import split_test_cell
 
@@ -97,7 +97,7 @@ def test_random_answers_are_compared_by_distribution():
 
 def test_a_result_is_found_by_identity():
     a, b = torch.zeros(1), torch.zeros(1)
-    assert _path_to((a, {"w": b}), b) == (1, "w") and _path_to(a, a) == () and _path_to((a,), torch.zeros(1)) is None
+    assert path_to((a, {"w": b}), b) == (1, "w") and path_to(a, a) == () and path_to((a,), torch.zeros(1)) is None
 
 
 def test_test_cells_split_into_visible_and_hidden_parts():

@@ -14,9 +14,6 @@ from course_lib.transformer import (TRANSFORMER_PRESETS, DecoderLayer, EncoderLa
                                     Transformer, TransformerConfig, label_smoothed_cross_entropy, noam_lr,
                                     transformer_param_count)
 
-from benchmarks.flops import matmul_params, peak_flops, training_flops
-from benchmarks.transformer import TorchTransformer
-
 
 def tiny(**kw) -> TransformerConfig:
     base = dict(src_vocab_size=13, tgt_vocab_size=17, d_model=16, n_heads=2, d_ff=24, n_encoder_layers=2,
@@ -112,21 +109,6 @@ def test_feed_forward():
     ff = PositionwiseFeedForward(8, 32)
     x = torch.randn(2, 5, 8)
     torch.testing.assert_close(ff(x), ff.linear2(torch.relu(ff.linear1(x))))
-
-
-@torch.no_grad()
-@pytest.mark.filterwarnings("ignore:.*nested tensor:UserWarning")  # torch's eval fast path, not our concern
-@pytest.mark.parametrize("norm_first", [True, False])
-def test_whole_model_equals_nn_transformer_twin(norm_first):
-    """The benchmark's nn.Transformer twin computes the same function once the weights are copied."""
-    seed_everything(3)
-    cfg = tiny(norm_first=norm_first)
-    ours = Transformer(cfg).eval()
-    twin = TorchTransformer(cfg).eval()
-    assert sum(p.numel() for p in twin.parameters()) == transformer_param_count(cfg) + (0 if norm_first else 4 * 16)
-    twin.load_from(ours)
-    src, tgt = batch()
-    torch.testing.assert_close(twin(src, tgt), ours(src, tgt), atol=1e-4, rtol=1e-4)
 
 
 @torch.no_grad()
@@ -242,19 +224,6 @@ def test_llama_formula_against_modules_and_seed_table():
     big = LLAMA_TABLE[3]
     assert llama_param_count(**big) / 1e9 == pytest.approx(55.9, abs=0.1)  # n_kv_heads = 8 does not give 65.2B
     assert llama_param_count(**{**big, "n_kv_heads": 64}) == pytest.approx(big["published"], rel=0.01)
-
-
-def test_training_flops():
-    cfg = tiny()
-    n_enc, n_dec = matmul_params(cfg)
-    assert n_enc == 2 * (4 * 16 * 16 + 2 * 16 * 24)
-    assert n_dec == 2 * (8 * 16 * 16 + 2 * 16 * 24) + 17 * 16
-    s, t = 5, 4
-    want = 6 * (n_enc * s + n_dec * t) + 12 * 16 * (2 * s * s + 2 * (t * t + t * s))
-    assert training_flops(cfg, [s, s], [t, t]) == 2 * want
-    assert peak_flops("NVIDIA H100 80GB HBM3") == 989e12
-    assert peak_flops("NVIDIA H100 PCIe") == 756e12
-    assert peak_flops("a toaster") is None
 
 
 def test_bf16_autocast_trains_on_cpu():

@@ -18,7 +18,6 @@ def cell(kind: str, source: str, cell_id: str, nbgrader: dict | None = None, sli
     return cell
 
 
-_cell = cell  # the name tests/submissions/toy.py imports
 
 
 def toy_notebook() -> nbformat.NotebookNode:

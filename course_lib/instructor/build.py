@@ -106,7 +106,8 @@ def _build_one(root: Path, assignment: Assignment, profile: str, cell_timeout: f
     release = validate(root, assignment.release, invert=True)
     results = read_results(assignment.id) or {}
     headline = results.get("headline", {})
-    shown = f"{headline['name']} {headline['value']:.1f}" if headline else "-"
+    shown = f"{headline['name']} {headline['value']:.3g}" + (f", {headline['detail']}" if headline.get("detail") else "") \
+        if headline else "-"
     good = not run.graded_failures and not run.other_errors and not release.passed
     for grade_id, error in run.graded_failures.items():
         print(f"{assignment.id}: solution fails {grade_id}: {error}", file=out)

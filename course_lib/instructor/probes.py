@@ -110,7 +110,7 @@ class Recorder:
             of the comparison with the solution's result."""
             matched = False
             for index in self.unchecked:
-                path = _path_to(self.live.get(index), got)
+                path = path_to(self.live.get(index), got)
                 if path is not None:
                     self.results[index].setdefault("checks", []).append(
                         {"path": list(path), "expected": plain(expected), "atol": atol, "rtol": rtol})
@@ -211,19 +211,19 @@ class Recorder:
         (folder / "probes.json").write_text(json.dumps(self.calls), encoding="utf-8")
 
 
-def _path_to(container: Any, target: Any, depth: int = 0) -> tuple | None:
+def path_to(container: Any, target: Any, depth: int = 0) -> tuple | None:
     """Where ``target`` (the very object) sits in a result: () for the result itself, (1,) for its
     second item, ("key",) for a mapping's value; None when it is not there."""
     if container is target:
         return ()
     if depth < 4 and isinstance(container, (tuple, list)):
         for i, item in enumerate(container):
-            found = _path_to(item, target, depth + 1)
+            found = path_to(item, target, depth + 1)
             if found is not None:
                 return (i, *found)
     if depth < 4 and isinstance(container, dict):
         for key, item in container.items():
-            found = _path_to(item, target, depth + 1) if isinstance(key, (str, int)) else None
+            found = path_to(item, target, depth + 1) if isinstance(key, (str, int)) else None
             if found is not None:
                 return (key, *found)
     return None

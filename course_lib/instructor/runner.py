@@ -110,7 +110,7 @@ def main(argv: list[str]) -> int:
 
     import torch  # noqa: F401 (imported before any student code, with the thread count set)
 
-    from course_lib.grading import _resolve, forbid
+    from course_lib.grading import forbid, resolve_dotted
 
     from . import probes
 
@@ -137,7 +137,7 @@ def main(argv: list[str]) -> int:
                 continue
             events.emit(step=step, start=True)
             replay = functools.partial(probes.replay, index, calls, inbox / "probes", captured, shell.user_ns,
-                                       forbid=forbid, resolve=_resolve, bind_references=plan.get("bind", False))
+                                       forbid=forbid, resolve=resolve_dotted, bind_references=plan.get("bind", False))
             if index in plan.get("sampled", []):  # a random answer: its results from several seeds
                 record = {"samples": [replay(seed=seed) for seed in probes.SAMPLE_SEEDS]}
             else:

@@ -276,7 +276,7 @@ import torch
 import course_lib.rnn
 
 _grading = torch.sys.modules["course_lib.grading"]
-_grading._resolve = lambda dotted: (type("Nothing", (), {"x": None}), "x")
+_grading.resolve_dotted = lambda dotted: (type("Nothing", (), {"x": None}), "x")
 _grading.forbid = lambda *names, **kwargs: contextlib.nullcontext()
 
 def rnn_step(x_t, h_prev, W_e, W_h, b):
@@ -307,7 +307,7 @@ def _fixtures() -> list[Fixture]:
         f("wrong_axis", "softmax normalised over the wrong axis", submission(softmax=WRONG_AXIS_SOFTMAX),
           Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
         f("hardcoded", "double returns the visible checks' answers only", submission(double=HARDCODED_DOUBLE),
-          Expected(GRADED, 7, failed=("test_double",))),
+          Expected(GRADED, 7, failed=("test_double",), why="hidden check")),
         # --- resources ---
         f("infinite_loop", "softmax never returns", submission(softmax="def softmax(x, dim=-1):\n    while True:\n        pass"),
           Expected(GRADED, 6, failed=("test_softmax",), why="time limit")),
@@ -344,11 +344,11 @@ def _fixtures() -> list[Fixture]:
         # --- the notebook's structure ---
         f("test_edited", "the softmax test cell replaced by `pass`, with a wrong softmax",
           submission(_edit_test("test_softmax", source="pass"), softmax=WRONG_SOFTMAX),
-          Expected(GRADED, 6, failed=("test_softmax",))),
+          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
         f("test_deleted", "two test cells deleted", submission(_delete("test_double", "test_softmax")), full),
         f("test_markdown", "the attention test cell turned into markdown, with a wrong attention",
           submission(_to_markdown("test_attention"), attention=WRONG_ATTENTION),
-          Expected(GRADED, 6, failed=("test_attention",))),
+          Expected(GRADED, 6, failed=("test_attention",), why="values differ")),
         f("metadata_stripped", "every cell's metadata removed", submission(_strip_metadata),
           Expected(GRADED, POINTS, note="found by its cell id")),
         f("duplicated_grade_id", "a wrong copy of the softmax answer cell, and a copy of a test cell",
@@ -358,7 +358,8 @@ def _fixtures() -> list[Fixture]:
         f("renamed_cell", "the softmax answer cell's grade_id and cell id renamed", submission(_rename("my-cell")),
           Expected(REVIEW, 6, failed=("test_softmax",), why="answer_softmax is missing")),
         f("tags", "skip-execution and other tags on the test cells, with a wrong double",
-          submission(_tag_tests, double=IDENTITY_DOUBLE), Expected(GRADED, 7, failed=("test_double",))),
+          submission(_tag_tests, double=IDENTITY_DOUBLE),
+          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
         # --- IPython hooks ---
         f("input_transformer", "an input transformer turns every check into `pass`; double is wrong",
           submission(double="def _skip(lines):\n    return ['pass\\n'] if any('check' in l for l in lines) else lines\n"
@@ -371,12 +372,12 @@ def _fixtures() -> list[Fixture]:
         f("custom_exception_handler", "a custom exception handler swallows errors; attention is wrong",
           submission(attention="get_ipython().set_custom_exc((Exception,), lambda *args, **kwargs: None)\n\n"
                                + WRONG_ATTENTION),
-          Expected(GRADED, 6, failed=("test_attention",))),
+          Expected(GRADED, 6, failed=("test_attention",), why="values differ")),
         # --- cheating ---
         f("eq_always_true", "double returns a float whose == is always True",
           submission(double="class Yes(float):\n    def __eq__(self, other):\n        return True\n\n"
                             "def double(x):\n    return Yes(0)"),
-          Expected(GRADED, 7, failed=("test_double",))),
+          Expected(GRADED, 7, failed=("test_double",), why="expected a Python number (int)")),
         f("rebound_checks", "check and check_close rebound to do nothing; double and softmax wrong",
           submission(double="check_close = lambda *args, **kwargs: None\ncheck = lambda *args, **kwargs: None\n\n"
                             + IDENTITY_DOUBLE, softmax=WRONG_SOFTMAX),
@@ -391,7 +392,7 @@ def _fixtures() -> list[Fixture]:
         f("patched_grading", "course_lib.grading.check_close and torch.testing.assert_close patched; softmax wrong",
           submission(softmax="import course_lib.grading\ncourse_lib.grading.check_close = lambda *a, **k: None\n"
                              "torch.testing.assert_close = lambda *a, **k: None\n\n" + WRONG_SOFTMAX),
-          Expected(GRADED, 6, failed=("test_softmax",))),
+          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
         f("forbid_disabled", "forbid rebound to do nothing, attention calls F.scaled_dot_product_attention",
           submission(attention="import contextlib\nforbid = lambda *names, exercise=None: contextlib.nullcontext()\n\n"
                                "def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"),
@@ -400,13 +401,13 @@ def _fixtures() -> list[Fixture]:
           lambda root: files(answered(root, double=f"try:\n    _LEAK = open({_path(root, 'solutions', ASSIGNMENT, ASSIGNMENT + '.ipynb')!r}).read()\n"
                                                    "except OSError:\n    _LEAK = ''\n\n"
                                                    "def double(x):\n    return 2 * x if 'HIDDEN' in _LEAK else x")),
-          Expected(GRADED, 7, failed=("test_double",))),
+          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
         f("read_gradebook", "double is right only if the gradebook is readable",
           lambda root: files(answered(root, double=f"import sqlite3\ntry:\n    _ROWS = sqlite3.connect('file:{_path(root, 'gradebook.db')}?mode=ro', "
                                                    "uri=True).execute('select count(*) from grade').fetchall()\n"
                                                    "except Exception:\n    _ROWS = None\n\n"
                                                    "def double(x):\n    return 2 * x if _ROWS else x")),
-          Expected(GRADED, 7, failed=("test_double",))),
+          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
         f("write_gradebook", "sets every manual and automatic score to 100 in the gradebook",
           lambda root: files(answered(root, double=f"import sqlite3\ntry:\n    _db = sqlite3.connect({_path(root, 'gradebook.db')!r})\n"
                                                    "    _db.execute('update grade set manual_score = 100, auto_score = 100')\n"
@@ -439,13 +440,17 @@ def _fixtures() -> list[Fixture]:
                               "def rnn_step(x_t, h_prev, W_e, W_h, b):\n    return _reference(x_t, h_prev, W_e, W_h, b)"),
           Expected(GRADED, 7, failed=("test_rnn_step",), why="yourself")),
         f("reference_by_strings", "rnn_step reaches the reference through operator.attrgetter on names built at run time",
-          submission(rnn_step=REFERENCE_BY_STRINGS), Expected(GRADED, 7, failed=("test_rnn_step",))),
+          submission(rnn_step=REFERENCE_BY_STRINGS),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="blocked a reference implementation")),
         f("reference_code_copy", "rnn_step runs a copy of the reference's code object with its globals",
-          submission(rnn_step=REFERENCE_CODE_COPY), Expected(GRADED, 7, failed=("test_rnn_step",))),
-        f("guard_disabled", "grading._resolve and forbid rewritten through torch.sys.modules, then the reference called",
-          submission(rnn_step=GUARD_DISABLED), Expected(GRADED, 7, failed=("test_rnn_step",))),
+          submission(rnn_step=REFERENCE_CODE_COPY),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="is not available while this assignment is graded")),
+        f("guard_disabled", "grading.resolve_dotted and forbid rewritten through torch.sys.modules, then the reference called",
+          submission(rnn_step=GUARD_DISABLED),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="blocked a reference implementation")),
         f("reference_source", "rnn_step rebuilds the reference from course_lib's source file",
-          submission(rnn_step=REFERENCE_SOURCE), Expected(GRADED, 7, failed=("test_rnn_step",))),
+          submission(rnn_step=REFERENCE_SOURCE),
+          Expected(GRADED, 7, failed=("test_rnn_step",), why="is not available while this assignment is graded")),
         # --- files ---
         f("invalid_json", "a truncated notebook", lambda root: {f"{ASSIGNMENT}.ipynb": b'{"cells": ['},
           Expected(FAILED, None, why="not valid JSON")),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..toy_course import ROOT, _cell
+from ..toy_course import ROOT, cell
 
 ASSIGNMENT = "toy"
 
@@ -153,17 +153,17 @@ def toy_notebook() -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
     locked = {"grade": False, "solution": False, "locked": True}
-    cells = [_cell("markdown", "# Toy assignment for the autograder", "intro", slide="slide"),
-             _cell("code", SETUP, "setup", {**locked, "grade_id": "setup"})]
+    cells = [cell("markdown", "# Toy assignment for the autograder", "intro", slide="slide"),
+             cell("code", SETUP, "setup", {**locked, "grade_id": "setup"})]
     for name, answer in ANSWERS.items():
         points, test = TESTS[name]
-        cells.append(_cell("code", answer, f"answer-{name}",
+        cells.append(cell("code", answer, f"answer-{name}",
                            {"grade": False, "solution": True, "locked": False, "grade_id": f"answer_{name}"}))
-        cells.append(_cell("code", test, f"test-{name}", {"grade": True, "solution": False, "locked": True,
+        cells.append(cell("code", test, f"test-{name}", {"grade": True, "solution": False, "locked": True,
                                                          "points": points, "grade_id": f"test_{name}"}, slide="skip"))
         if name == "double":
             experiment = 'print("double(21) =", double(21))\nfactor = 10  # the instructor\'s name; a student may use it too'
-            cells.append(_cell("code", experiment, "experiment", {**locked, "grade_id": "experiment"}))
+            cells.append(cell("code", experiment, "experiment", {**locked, "grade_id": "experiment"}))
     notebook.cells = cells
     return notebook
 

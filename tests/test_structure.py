@@ -1,0 +1,73 @@
+"""The shape of the code base: what imports what, and where each constant is defined.
+
+These read the source (ast), so a shortcut that creeps back in fails here rather than in review.
+"""
+import ast
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+PACKAGES = ("course_lib", "benchmarks", "tests")
+
+
+def _modules(*packages: str):
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield path, ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _imports(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            yield node.module or "", [alias.name for alias in node.names], node.lineno
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], node.lineno
+
+
+def test_no_private_name_is_imported_from_another_module():
+    found = [f"{path.relative_to(ROOT)}:{line}: from {module} import {', '.join(names)}"
+             for path, tree in _modules(*PACKAGES)
+             for module, names, line in _imports(tree)
+             if any(name.startswith("_") and not name.startswith("__") for name in names)]
+    assert not found, "\n".join(found)
+
+
+def test_the_installed_package_imports_nothing_that_is_not_installed():
+    """course_lib is installed; benchmarks/ and tests/ live only in the repository."""
+    found = [f"{path.relative_to(ROOT)}:{line}: {module}"
+             for path, tree in _modules("course_lib")
+             for module, _, line in _imports(tree)
+             if module.split(".")[0] in ("benchmarks", "tests")]
+    assert not found, "\n".join(found)
+
+
+def test_benchmark_scripts_do_not_edit_sys_path():
+    """They run as `python -m benchmarks.<name>` from the course folder (or through `course bench`)."""
+    found = [str(path.relative_to(ROOT)) for path in (ROOT / "benchmarks").glob("*.py")
+             if "sys.path" in path.read_text(encoding="utf-8")]
+    assert not found
+
+
+@pytest.mark.parametrize("name", ["PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID"])
+def test_each_special_token_id_has_one_definition(name):
+    definitions = [str(path.relative_to(ROOT)) for path, tree in _modules("course_lib")
+                   for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   for target in node.targets
+                   for assigned in (target.elts if isinstance(target, ast.Tuple) else [target])
+                   if isinstance(assigned, ast.Name) and assigned.id == name]
+    assert definitions == ["course_lib/text.py"]
+
+
+@pytest.mark.parametrize("module, must_not_load", [
+    ("course_lib.train", "course_lib.recipes"),       # the training loop knows no recipe
+    ("course_lib.instructor.grades", "torch"),        # exporting grades needs no torch
+    ("course_lib.instructor.feedback", "torch"),
+])
+def test_import_graph(module, must_not_load):
+    loaded = subprocess.run([sys.executable, "-c", f"import sys, {module}; print({must_not_load!r} in sys.modules)"],
+                            capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
+    assert loaded == "False"
