@@ -7,12 +7,16 @@ marks, a grader's manual scores and the gradebook untouched, no process left beh
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import fcntl
 import io
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from dataclasses import asdict
@@ -21,7 +25,7 @@ from types import SimpleNamespace
 import pytest
 
 from course_lib.instructor import gradebook
-from course_lib.instructor.autograde import FAILED, GRADED, REVIEW, Check, Result, autograde, needs_attention
+from course_lib.instructor.autograde import FAILED, GRADED, RECORD, REVIEW, Check, Result, autograde, needs_attention
 from course_lib.instructor.course import CourseError
 from course_lib.instructor.lint import bound_names, lint
 from course_lib.instructor.plain import compare, plain
@@ -305,6 +309,48 @@ def test_the_unsandboxed_fallback_grades_trusted_notebooks(tmp_path):
                                                progress=False)}
     assert (results["honest"].status, results["honest"].score) == (GRADED, POINTS)
     assert (results["wrong"].status, results["wrong"].score) == (GRADED, wrong.expected.score)
+
+
+@needs_bwrap
+@pytest.mark.notebook
+def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
+    """`course autograde` killed (SIGKILL, the whole process group) after its first saved student;
+    the rerun keeps the saved grades, grades the others, and every student ends with one record
+    and one gradebook entry. Then a changed submission is the only one graded again."""
+    root = make_course(tmp_path)
+    honest = next(f for f in CATALOGUE if f.name == "honest")
+    wrong = next(f for f in CATALOGUE if f.name == "rebound_checks")
+    fixtures = {f"s{i}": (honest, wrong)[i % 2] for i in range(4)}
+    for student, fixture in fixtures.items():
+        _submit(root, student, fixture)
+    records = lambda: {p.parent.parent.name for p in (root / "autograded").glob(f"*/{ASSIGNMENT}/{RECORD}")}
+    batch = subprocess.Popen([str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout",
+                              "15"], cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not records() and batch.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):  # gone already: the assertion below says so
+        os.killpg(batch.pid, signal.SIGKILL)
+    batch.wait()
+    saved = records()
+    assert 1 <= len(saved) < len(fixtures), f"the batch was not stopped midway: {saved}"
+
+    results = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)}
+    assert {s for s, r in results.items() if r.kept} == saved
+    expected = {s: f.expected.score for s, f in fixtures.items()}
+    assert {s: r.score for s, r in results.items()} == expected
+    url = gradebook.db_url(root)
+    assert {s: g["score"] for s, g in gradebook.scores(url, ASSIGNMENT).items()} == expected
+    assert records() == set(fixtures)
+
+    changed = sorted(saved)[0]
+    shutil.rmtree(root / "submitted" / changed)
+    _submit(root, changed, wrong if fixtures[changed] is honest else honest)
+    again = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)}
+    assert {s for s, r in again.items() if not r.kept} == {changed}
+    assert again[changed].score != expected[changed]
+    assert gradebook.scores(url, ASSIGNMENT)[changed]["score"] == again[changed].score
 
 
 def test_honest_answers_of_the_course_raise_no_lint_finding():

@@ -17,7 +17,9 @@ grader cannot re-check, or an answer that uses what its exercise forbids, goes t
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
 import queue
 import shutil
 import sys
@@ -40,8 +42,8 @@ from .redacted import reference_sources
 from .reference import Reference, build_reference, load_result, plan_limits, redacted_for, references_of
 from .runs import Run, run_plan
 from .sandbox import Limits, Sandbox
-from .submission import (Answers, Cell, Unreadable, answers, cell_ids, graded_plan, read_submission,
-                         release_stubs, replay_after, source_cells)
+from .submission import (MAX_NOTEBOOK_BYTES, Answers, Cell, Unreadable, answers, cell_ids, graded_plan,
+                         read_submission, release_stubs, replay_after, source_cells)
 from .untrusted import Missing, no_links, read_bytes, safe_data, safe_text
 from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW  # noqa: F401 (re-exported)
 
@@ -70,6 +72,9 @@ class Result:
     notes: list[str] = field(default_factory=list)  # what the student should know about their submission
     findings: list[str] = field(default_factory=list)  # what the lint found in the answer cells
     seconds: float = 0.0
+    submission: str = ""  # digest of what was graded (submission_digest): a rerun keeps an unchanged one
+    grader: str = ""  # the reference it was graded against (its cache key: tests, solution and course_lib)
+    kept: bool = False  # not graded in this run: the submission and the grader are those of the record
 
 
 @dataclass
@@ -313,8 +318,14 @@ def _message(call: dict, number: int, total: int, mismatch: str, got: dict | Non
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,
               limits: Limits | None = None, isolated: bool = True, out: TextIO | None = None,
-              progress: bool = True) -> list[Result]:
-    """Grade ``submitted/<student>/<assignment>/`` for every (or each named) student; write the gradebook."""
+              progress: bool = True, regrade: bool = False) -> list[Result]:
+    """Grade ``submitted/<student>/<assignment>/`` for every (or each named) student; write the gradebook.
+
+    Each student is saved as soon as they are graded, so an interrupted batch loses nothing. Run
+    again over the whole class, it keeps every student whose submission and grader are those of
+    their saved grade (``Result.kept``) and grades the rest; ``regrade`` (or naming students) grades
+    them all.
+    """
     from tqdm.auto import tqdm
 
     out = out or sys.stdout
@@ -339,6 +350,11 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     results = []
     with tempfile.TemporaryDirectory(prefix=f"course-autograde-{assignment.id}-") as work:
         reference = build_reference(assignment, cells, sandbox, limits, files)
+        if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
+            in_gradebook = set(gradebook.scores(url, assignment.id))
+            results = [kept for name in names
+                       if (kept := unchanged(root, assignment, name, reference.folder.name, in_gradebook))]
+            names = [name for name in names if name not in {r.student for r in results}]
         context = Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
                           cell_ids(assignment.source), Path(work), stage_probe_inputs(reference, Path(work)),
                           redacted_for(assignment, cells, reference.calls), reference_sources(references_of(cells, reference.calls)))
@@ -348,12 +364,15 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
 
         def in_slot(student: str) -> Result:
             slot = slots.get()
+            digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
             try:
-                return grade_student(context, student, slot)
+                result = grade_student(context, student, slot)
             except Exception as error:  # a grader bug must not stop the batch: this student fails, with the reason
-                return Result(student, assignment.id, FAILED, None, 0.0, reasons=[f"grader error: {error!r}"])
+                result = Result(student, assignment.id, FAILED, None, 0.0, reasons=[f"{GRADER_ERROR}: {error!r}"])
             finally:
                 slots.put(slot)
+            result.submission, result.grader = digest or "", reference.folder.name
+            return result
 
         with ThreadPoolExecutor(max_workers=jobs) as pool, \
                 tqdm(total=len(names), unit="student", disable=not progress, file=sys.stderr) as bar:
@@ -362,7 +381,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
                 try:
                     _save(root, url, assignment, result, Path(work))
                 except Exception as error:  # e.g. a locked database: report it, keep grading the others
-                    result.status, result.reasons = FAILED, result.reasons + [f"not saved to the gradebook: {error!r}"]
+                    result.status, result.reasons = FAILED, result.reasons + [f"{NOT_SAVED}: {error!r}"]
                 results.append(result)
                 bar.update()
     results.sort(key=lambda r: r.student)
@@ -384,7 +403,6 @@ def _save(root: Path, url: str, assignment: Assignment, result: Result, work: Pa
         return
     folder = root / "autograded" / result.student / assignment.id
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / RECORD).write_text(json.dumps(safe_data(asdict(result)), indent=1), encoding="utf-8")
     graded = work / result.student / assignment.release.name
     if graded.is_file():
         shutil.copy(graded, folder / graded.name)
@@ -397,7 +415,52 @@ def _save(root: Path, url: str, assignment: Assignment, result: Result, work: Pa
     if result.status == FAILED:
         scores = {c.grade_id: None for c in _test_cells(assignment)}
     gradebook.save(url, assignment.id, assignment.release.stem, result.student, scores, review, timestamp)
+    # The record last, and whole or not at all: a record says its grades are in the gradebook.
+    partial = folder / f".{RECORD}.partial"
+    partial.write_text(json.dumps(safe_data(asdict(result)), indent=1), encoding="utf-8")
+    os.replace(partial, folder / RECORD)
     shutil.rmtree(work / result.student, ignore_errors=True)
+
+
+GRADER_ERROR = "grader error"
+NOT_SAVED = "not saved to the gradebook"
+
+
+def submission_digest(root: Path, assignment: Assignment, student: str) -> str | None:
+    """sha256 of what grading reads from a submission (the notebook and timestamp.txt); None when
+    there is no submission or it cannot be read (it is graded, and fails with the reason)."""
+    folder = root / "submitted" / student / assignment.id
+    digest = hashlib.sha256()
+    try:
+        no_links(folder, root / "submitted")
+        for name, limit in ((assignment.release.name, MAX_NOTEBOOK_BYTES), ("timestamp.txt", 256)):
+            try:
+                digest.update(name.encode() + b"\0" + read_bytes(folder / name, limit, root=folder) + b"\0")
+            except Missing:
+                digest.update(name.encode() + b"\0(none)\0")
+    except Unreadable:  # Missing included: no folder
+        return None
+    return digest.hexdigest()
+
+
+def unchanged(root: Path, assignment: Assignment, student: str, grader: str, in_gradebook: set[str]
+              ) -> Result | None:
+    """The saved result of ``student`` when it still stands: the same submission graded by the same
+    grader, saved whole, with the gradebook holding its grades and no grader trouble in its reasons."""
+    path = root / "autograded" / student / assignment.id / RECORD
+    try:
+        record = json.loads(read_bytes(path, 16 << 20, root=root / "autograded").decode("utf-8"))
+        result = Result(**{**record, "checks": [Check(**check) for check in record["checks"]]})
+    except (Unreadable, ValueError, TypeError, KeyError):  # none yet, or not one this version wrote
+        return None
+    if result.grader != grader or not result.submission or \
+            result.submission != submission_digest(root, assignment, student) or \
+            any(reason.startswith(GRADER_ERROR) or NOT_SAVED in reason for reason in result.reasons):
+        return None
+    if student not in in_gradebook:
+        return None
+    result.kept, result.seconds = True, 0.0
+    return result
 
 
 def _timestamp(path: Path, root: Path) -> str | None:
@@ -424,12 +487,14 @@ def summary(results: list[Result]) -> str:
         score = "-" if r.score is None else f"{r.score:g}/{r.max_score:g}"
         why = "; ".join(r.reasons) if r.reasons else ("; ".join(r.notes) if r.status == GRADED else "")
         rows.append((safe_text(r.student, one_line=True), score, safe_text(r.status, one_line=True),
-                     f"{r.seconds:.1f}", safe_text(why, one_line=True)[:100]))
+                     "kept" if r.kept else f"{r.seconds:.1f}", safe_text(why, one_line=True)[:100]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
     lines.insert(1, "-" * len(lines[0]))
     counts = {s: sum(r.status == s for r in results) for s in (GRADED, REVIEW, FAILED, NOT_SUBMITTED)}
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no submissions")
+    if kept := sum(r.kept for r in results):
+        lines.append(f"{kept} unchanged since their last grading: grades kept (--regrade grades them again)")
     return "\n".join(line.rstrip() for line in lines)
 
 
