@@ -1,15 +1,17 @@
 """Every graded test catches plausible wrong code: each catalogued bug fails at least one graded cell.
 
-The solution notebook runs once per assignment in a live kernel (smoke profile); then for each bug
-the buggy definition is executed, the graded cells are rerun until one fails, and the solution
-cell is executed again to restore the correct definition. One test per assignment keeps each
-kernel on one pytest worker and reports every bug that got through at once.
+The solution notebook runs once per assignment in a live kernel (smoke profile). First every base
+template of the catalogue (the correct code its bugs are derived from) is executed unmutated and
+must pass every graded cell: otherwise a bug may be caught for a typo in its template, not for its
+mistake. Then for each bug the buggy definition is executed, the graded cells are rerun until one
+fails, and the solution cell is executed again to restore the correct definition. One test per
+assignment keeps each kernel on one pytest worker and reports every bug that got through at once.
 """
 from __future__ import annotations
 
 import pytest
 
-from .bugs import catalogue
+from .bugs import catalogue, templates
 from .conftest import ASSIGNMENTS
 from .notebook_session import NotebookSession, catalogue_gaps
 
@@ -24,6 +26,12 @@ def test_catalogue_covers_every_graded_function(assignment):
     assert not strangers, f"bugs target names no solution cell defines: {strangers}"
     descriptions = [bug.description for bug in bugs]
     assert len(descriptions) == len(set(descriptions)), "two bugs share a description"
+    bases = templates(assignment.id)
+    targets = {bug.target for bug in bugs}
+    assert not targets - set(bases), f"tests/bugs/{assignment.id}.py has no TEMPLATES entry for: {targets - set(bases)}"
+    assert not set(bases) - targets, f"tests/bugs/{assignment.id}.py has templates without bugs: {set(bases) - targets}"
+    unchanged = [f"{bug.target}: {bug.description}" for bug in bugs if bug.code == bases[bug.target]]
+    assert not unchanged, f"bugs identical to their correct template: {unchanged}"
 
 
 @pytest.mark.notebook
@@ -32,6 +40,15 @@ def test_every_bug_is_caught(assignment):
     session = NotebookSession(assignment)
     missed = []
     try:
+        typos = []
+        for target, code in templates(assignment.id).items():
+            defined = session.kernel.run(code)
+            failure = session.first_failure() if defined.ok else ("(its definition)", defined.error)
+            session.restore(target)
+            if failure is not None:
+                typos.append(f"the template of {target} fails graded cell {failure[0]}: {failure[1]}")
+        assert not typos, ("unmutated templates fail graded cells, the catalogue is testing a typo:\n"
+                           + "\n".join(typos))
         for bug in catalogue(assignment.id):
             defined = session.kernel.run(bug.code)
             assert defined.ok, f"the code of bug {bug.target}: {bug.description} does not run: {defined.error}"

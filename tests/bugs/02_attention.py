@@ -2,35 +2,102 @@
 
 Each ``code`` runs in the kernel of the executed solution notebook, where ``torch``, ``nn``, ``F``,
 ``math``, ``pack_padded_sequence``, ``pad_packed_sequence``, ``AttentionState``, ``PAD_ID`` and the
-(correct) ``softmax``, ``masked_softmax`` and ``AdditiveAttention`` exist.
+(correct) ``softmax``, ``masked_softmax`` and ``AdditiveAttention`` exist. ``TEMPLATES`` holds the
+correct code of each target; every bug is its template with one mistake substituted in
+(``variant``), so it differs from correct code by exactly that mistake.
 """
-from tests.bugs import Bug
+from tests.bugs import Bug, variant
 
 # ----------------------------------------------------------------------------- softmax
 _SOFTMAX = '''
 def softmax(x, dim=-1):
-{body}
+    e = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return e / e.sum(dim=dim, keepdim=True)
 '''
+_ROW_MAX = "x.amax(dim=dim, keepdim=True)"
+_SOFTMAX_BUGS = [
+    Bug("softmax", "no maximum subtracted (overflows)", variant(_SOFTMAX, f"torch.exp(x - {_ROW_MAX})", "torch.exp(x)")),
+    Bug("softmax", "subtracts the minimum instead of the maximum", variant(_SOFTMAX, "x.amax(", "x.amin(")),
+    Bug("softmax", "always normalises the last axis, ignoring dim",
+        variant(variant(_SOFTMAX, "x.amax(dim=dim", "x.amax(dim=-1"), "e.sum(dim=dim", "e.sum(dim=-1")),
+    Bug("softmax", "normalises over the whole tensor",
+        variant(variant(_SOFTMAX, _ROW_MAX, "x.max()"), "e.sum(dim=dim, keepdim=True)", "e.sum()")),
+    Bug("softmax", "subtracts the global maximum (other rows underflow to 0/0)", variant(_SOFTMAX, _ROW_MAX, "x.max()")),
+]
 
 # ----------------------------------------------------------------------------- masked_softmax
 _MASKED = '''
 def masked_softmax(scores, mask=None):
     if mask is None:
         return softmax(scores, dim=-1)
-{body}
+    scores = scores.masked_fill(~mask, float("-inf"))
+    row_max = scores.amax(dim=-1, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    e = torch.exp(scores - row_max)
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
 '''
+# the guard that keeps a fully masked row at zeros instead of 0/0
+_STABLE = '''    row_max = scores.amax(dim=-1, keepdim=True)
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    e = torch.exp(scores - row_max)
+    return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+'''
+_MASKED_BUGS = [
+    Bug("masked_softmax", "mask inverted (True = hidden)", variant(_MASKED, "masked_fill(~mask,", "masked_fill(mask,")),
+    Bug("masked_softmax", "mask applied after the softmax (rows no longer sum to 1)",
+        variant(variant(_MASKED, '    scores = scores.masked_fill(~mask, float("-inf"))\n', ""),
+                ".clamp_min(1e-30)", ".clamp_min(1e-30) * mask")),
+    Bug("masked_softmax", "-inf fill then softmax: NaN on fully masked rows",
+        variant(_MASKED, _STABLE, "    return softmax(scores, dim=-1)\n")),
+    Bug("masked_softmax", "fills with -1e9: fully masked rows become uniform", variant(_MASKED, 'float("-inf")', "-1e9")),
+    Bug("masked_softmax", "multiplies the scores by the mask",
+        variant(_MASKED, 'scores = scores.masked_fill(~mask, float("-inf"))', "scores = scores * mask")),
+]
 
 # ----------------------------------------------------------------------------- attention_lookup
 _LOOKUP = '''
 def attention_lookup(query, keys, values):
-{body}
+    weights = softmax(keys @ query, dim=-1)
+    return weights @ values, weights
 '''
+_LOOKUP_BUGS = [
+    Bug("attention_lookup", "raw dot products as weights (no softmax)",
+        variant(_LOOKUP, "softmax(keys @ query, dim=-1)", "keys @ query")),
+    Bug("attention_lookup", "scaled by sqrt(d_k) (not asked for here)",
+        variant(_LOOKUP, "keys @ query,", "keys @ query / math.sqrt(query.shape[-1]),")),
+    Bug("attention_lookup", "averages the weighted values instead of summing them",
+        variant(_LOOKUP, "return weights @ values,",
+                "return (weights.reshape(-1, *[1] * (values.dim() - 1)) * values).mean(0),")),
+    Bug("attention_lookup", "returns (weights, output)",
+        variant(_LOOKUP, "return weights @ values, weights", "return weights, weights @ values")),
+]
 
 # ----------------------------------------------------------------------------- scaled_dot_product_attention
 _SDPA = '''
 def scaled_dot_product_attention(q, k, v, mask=None):
-{body}
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = masked_softmax(scores, mask)
+    return weights @ v, weights
 '''
+_SDPA_BUGS = [
+    Bug("scaled_dot_product_attention", "no scaling", variant(_SDPA, " / math.sqrt(q.shape[-1])", "")),
+    Bug("scaled_dot_product_attention", "scaled by d_k instead of its square root",
+        variant(_SDPA, "math.sqrt(q.shape[-1])", "q.shape[-1]")),
+    Bug("scaled_dot_product_attention", "scaled by sqrt(d_v)", variant(_SDPA, "math.sqrt(q.shape[-1])", "math.sqrt(v.shape[-1])")),
+    Bug("scaled_dot_product_attention", "softmax over the queries axis",
+        variant(_SDPA, "weights = masked_softmax(scores, mask)",
+                "weights = masked_softmax(scores.transpose(-2, -1), None if mask is None else mask.transpose(-2, -1))"
+                ".transpose(-2, -1)")),
+    Bug("scaled_dot_product_attention", "mask applied after the softmax",
+        variant(_SDPA, "    weights = masked_softmax(scores, mask)\n",
+                "    weights = softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n")),
+    Bug("scaled_dot_product_attention", "mask inverted",
+        variant(_SDPA, "masked_softmax(scores, mask)", "masked_softmax(scores, None if mask is None else ~mask)")),
+    Bug("scaled_dot_product_attention", "own -inf fill: NaN for a query that sees nothing",
+        variant(_SDPA, "    weights = masked_softmax(scores, mask)\n",
+                '    if mask is not None:\n        scores = scores.masked_fill(~mask, float("-inf"))\n'
+                "    weights = softmax(scores, dim=-1)\n")),
+]
 
 # ----------------------------------------------------------------------------- AdditiveAttention
 _ADDITIVE = '''
@@ -45,11 +112,30 @@ class AdditiveAttention(nn.Module):
         return self.W_k(keys)
 
     def attend(self, query, projected_keys, values, mask=None):
-{body}
+        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))
+        scores = self.v(hidden).squeeze(-1)
+        weights = masked_softmax(scores, mask)
+        return weights @ values, weights
 
     def forward(self, query, keys, values, mask=None):
         return self.attend(query, self.project_keys(keys), values, mask)
 '''
+_ADDITIVE_BUGS = [
+    Bug("AdditiveAttention", "no tanh",
+        variant(_ADDITIVE, "hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))",
+                "hidden = self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1)")),
+    Bug("AdditiveAttention", "softmax over the queries",
+        variant(_ADDITIVE, "        weights = masked_softmax(scores, mask)\n",
+                "        full = None if mask is None else mask.expand(scores.shape).transpose(1, 2)\n"
+                "        weights = masked_softmax(scores.transpose(1, 2), full).transpose(1, 2)\n")),
+    Bug("AdditiveAttention", "mask ignored", variant(_ADDITIVE, "masked_softmax(scores, mask)", "masked_softmax(scores, None)")),
+    Bug("AdditiveAttention", "sums the hidden units instead of applying v",
+        variant(_ADDITIVE, "scores = self.v(hidden).squeeze(-1)", "scores = hidden.sum(-1)")),
+    Bug("AdditiveAttention", "factorised score v·tanh(W_q q) + v·tanh(W_k k)",
+        variant(_ADDITIVE, "        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))\n"
+                           "        scores = self.v(hidden).squeeze(-1)\n",
+                "        scores = self.v(torch.tanh(self.W_q(query))) + self.v(torch.tanh(projected_keys)).transpose(1, 2)\n")),
+]
 
 # ----------------------------------------------------------------------------- Seq2SeqAttentionRNN
 _MODEL = '''
@@ -72,9 +158,11 @@ class Seq2SeqAttentionRNN(nn.Module):
         if src_lengths is None:
             src_lengths = (src != PAD_ID).sum(dim=1)
         emb = self.drop(self.src_embedding(src))
-{encoder}
-        hidden = torch.tanh(self.bridge({bridge_input}))
-        mask = {mask}
+        packed = pack_padded_sequence(emb, src_lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = self.encoder(packed)
+        memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+        hidden = torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], dim=-1)))
+        mask = (src != PAD_ID).unsqueeze(1)
         return AttentionState(hidden, memory, self.attention.project_keys(memory), mask)
 
     def decode(self, tgt_in, state, return_weights=False):
@@ -83,14 +171,16 @@ class Seq2SeqAttentionRNN(nn.Module):
         context = torch.zeros(s.shape[0], state.memory.shape[-1])
         states, contexts, weights = [], [], []
         for t in range(tgt_in.shape[1]):
-{step}
+            context, w = self.attention.attend(s.unsqueeze(1), state.keys, state.memory, state.mask)
+            context = context.squeeze(1)
+            s = self.decoder(torch.cat([emb[:, t], context], dim=-1), s)
             states.append(s)
             contexts.append(context)
             weights.append(w.squeeze(1))
         states, contexts = torch.stack(states, dim=1), torch.stack(contexts, dim=1)
         features = torch.tanh(self.pre_out(torch.cat([states, contexts, emb], dim=-1)))
         logits = self.out(self.drop(features))
-        new_state = state._replace(hidden={final})
+        new_state = state._replace(hidden=s)
         if return_weights:
             return logits, new_state, torch.stack(weights, dim=1)
         return logits, new_state
@@ -99,128 +189,30 @@ class Seq2SeqAttentionRNN(nn.Module):
         logits, _, weights = self.decode(tgt_in, self.encode(src, src_lengths), return_weights=True)
         return logits, weights
 '''
-_PACKED = '''        packed = pack_padded_sequence(emb, src_lengths.clamp(min=1).cpu(), batch_first=True, enforce_sorted=False)
-        out, h_n = self.encoder(packed)
-        memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])'''
-_STEP = '''            context, w = self.attention.attend(s.unsqueeze(1), state.keys, state.memory, state.mask)
+_ATTEND = '''            context, w = self.attention.attend(s.unsqueeze(1), state.keys, state.memory, state.mask)
             context = context.squeeze(1)
-            s = self.decoder(torch.cat([emb[:, t], context], dim=-1), s)'''
-
-
-def _model(encoder=_PACKED, bridge_input="torch.cat([h_n[0], h_n[1]], dim=-1)",
-           mask="(src != PAD_ID).unsqueeze(1)", step=_STEP, final="s") -> str:
-    return _MODEL.format(encoder=encoder, bridge_input=bridge_input, mask=mask, step=step, final=final)
-
-
-BUGS = [
-    # softmax
-    Bug("softmax", "no maximum subtracted (overflows)", _SOFTMAX.format(body='''
-    e = torch.exp(x)
-    return e / e.sum(dim=dim, keepdim=True)''')),
-    Bug("softmax", "subtracts the minimum instead of the maximum", _SOFTMAX.format(body='''
-    e = torch.exp(x - x.amin(dim=dim, keepdim=True))
-    return e / e.sum(dim=dim, keepdim=True)''')),
-    Bug("softmax", "always normalises the last axis, ignoring dim", _SOFTMAX.format(body='''
-    e = torch.exp(x - x.amax(dim=-1, keepdim=True))
-    return e / e.sum(dim=-1, keepdim=True)''')),
-    Bug("softmax", "normalises over the whole tensor", _SOFTMAX.format(body='''
-    e = torch.exp(x - x.max())
-    return e / e.sum()''')),
-    Bug("softmax", "subtracts the global maximum (other rows underflow to 0/0)", _SOFTMAX.format(body='''
-    e = torch.exp(x - x.max())
-    return e / e.sum(dim=dim, keepdim=True)''')),
-    # masked_softmax
-    Bug("masked_softmax", "mask inverted (True = hidden)", _MASKED.format(body='''
-    scores = scores.masked_fill(mask, float("-inf"))
-    row_max = scores.amax(dim=-1, keepdim=True)
-    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
-    e = torch.exp(scores - row_max)
-    return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)''')),
-    Bug("masked_softmax", "mask applied after the softmax (rows no longer sum to 1)", _MASKED.format(body='''
-    return softmax(scores, dim=-1) * mask''')),
-    Bug("masked_softmax", "-inf fill then softmax: NaN on fully masked rows", _MASKED.format(body='''
-    return softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)''')),
-    Bug("masked_softmax", "fills with -1e9: fully masked rows become uniform", _MASKED.format(body='''
-    return softmax(scores.masked_fill(~mask, -1e9), dim=-1)''')),
-    Bug("masked_softmax", "multiplies the scores by the mask", _MASKED.format(body='''
-    return softmax(scores * mask, dim=-1)''')),
-    # attention_lookup
-    Bug("attention_lookup", "raw dot products as weights (no softmax)", _LOOKUP.format(body='''
-    weights = keys @ query
-    return weights @ values, weights''')),
-    Bug("attention_lookup", "scaled by sqrt(d_k) (not asked for here)", _LOOKUP.format(body='''
-    weights = softmax(keys @ query / math.sqrt(query.shape[-1]), dim=-1)
-    return weights @ values, weights''')),
-    Bug("attention_lookup", "averages the weighted values instead of summing them", _LOOKUP.format(body='''
-    weights = softmax(keys @ query, dim=-1)
-    return (weights.reshape(-1, *[1] * (values.dim() - 1)) * values).mean(0), weights''')),
-    Bug("attention_lookup", "returns (weights, output)", _LOOKUP.format(body='''
-    weights = softmax(keys @ query, dim=-1)
-    return weights, weights @ values''')),
-    # scaled_dot_product_attention
-    Bug("scaled_dot_product_attention", "no scaling", _SDPA.format(body='''
-    weights = masked_softmax(q @ k.transpose(-2, -1), mask)
-    return weights @ v, weights''')),
-    Bug("scaled_dot_product_attention", "scaled by d_k instead of its square root", _SDPA.format(body='''
-    weights = masked_softmax(q @ k.transpose(-2, -1) / q.shape[-1], mask)
-    return weights @ v, weights''')),
-    Bug("scaled_dot_product_attention", "scaled by sqrt(d_v)", _SDPA.format(body='''
-    weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), mask)
-    return weights @ v, weights''')),
-    Bug("scaled_dot_product_attention", "softmax over the queries axis", _SDPA.format(body='''
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).transpose(-2, -1)
-    weights = masked_softmax(scores, None if mask is None else mask.transpose(-2, -1)).transpose(-2, -1)
-    return weights @ v, weights''')),
-    Bug("scaled_dot_product_attention", "mask applied after the softmax", _SDPA.format(body='''
-    weights = softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
-    if mask is not None:
-        weights = weights * mask
-    return weights @ v, weights''')),
-    Bug("scaled_dot_product_attention", "mask inverted", _SDPA.format(body='''
-    weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), None if mask is None else ~mask)
-    return weights @ v, weights''')),
-    Bug("scaled_dot_product_attention", "own -inf fill: NaN for a query that sees nothing", _SDPA.format(body='''
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = softmax(scores, dim=-1)
-    return weights @ v, weights''')),
-    # AdditiveAttention
-    Bug("AdditiveAttention", "no tanh", _ADDITIVE.format(body='''
-        hidden = self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1)
-        weights = masked_softmax(self.v(hidden).squeeze(-1), mask)
-        return weights @ values, weights''')),
-    Bug("AdditiveAttention", "softmax over the queries", _ADDITIVE.format(body='''
-        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))
-        scores = self.v(hidden).squeeze(-1)
-        full = None if mask is None else mask.expand(scores.shape).transpose(1, 2)
-        weights = masked_softmax(scores.transpose(1, 2), full).transpose(1, 2)
-        return weights @ values, weights''')),
-    Bug("AdditiveAttention", "mask ignored", _ADDITIVE.format(body='''
-        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))
-        weights = masked_softmax(self.v(hidden).squeeze(-1), None)
-        return weights @ values, weights''')),
-    Bug("AdditiveAttention", "sums the hidden units instead of applying v", _ADDITIVE.format(body='''
-        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))
-        weights = masked_softmax(hidden.sum(-1), mask)
-        return weights @ values, weights''')),
-    Bug("AdditiveAttention", "factorised score v·tanh(W_q q) + v·tanh(W_k k)", _ADDITIVE.format(body='''
-        scores = self.v(torch.tanh(self.W_q(query))) + self.v(torch.tanh(projected_keys)).transpose(1, 2)
-        weights = masked_softmax(scores, mask)
-        return weights @ values, weights''')),
-    # Seq2SeqAttentionRNN
-    Bug("Seq2SeqAttentionRNN", "padding keys not masked", _model(mask="torch.ones_like(src, dtype=torch.bool).unsqueeze(1)")),
-    Bug("Seq2SeqAttentionRNN", "encoder not packed: the backward direction starts on padding", _model(encoder='''
-        memory, h_n = self.encoder(emb)''')),
+'''
+_GRU_STEP = "            s = self.decoder(torch.cat([emb[:, t], context], dim=-1), s)\n"
+_MODEL_BUGS = [
+    Bug("Seq2SeqAttentionRNN", "padding keys not masked",
+        variant(_MODEL, "mask = (src != PAD_ID).unsqueeze(1)", "mask = torch.ones_like(src, dtype=torch.bool).unsqueeze(1)")),
+    Bug("Seq2SeqAttentionRNN", "encoder not packed: the backward direction starts on padding",
+        variant(_MODEL, "        packed = pack_padded_sequence(emb, src_lengths.clamp(min=1).cpu(), batch_first=True, "
+                        "enforce_sorted=False)\n"
+                        "        out, h_n = self.encoder(packed)\n"
+                        "        memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])\n",
+                "        memory, h_n = self.encoder(emb)\n")),
     Bug("Seq2SeqAttentionRNN", "s_0 from [backward; forward] instead of [forward; backward]",
-        _model(bridge_input="torch.cat([h_n[1], h_n[0]], dim=-1)")),
-    Bug("Seq2SeqAttentionRNN", "attends with the new state s_i instead of s_{i-1}", _model(step='''
-            s = self.decoder(torch.cat([emb[:, t], context], dim=-1), s)
-            context, w = self.attention.attend(s.unsqueeze(1), state.keys, state.memory, state.mask)
-            context = context.squeeze(1)''')),
-    Bug("Seq2SeqAttentionRNN", "context not fed into the GRU cell", _model(step='''
-            context, w = self.attention.attend(s.unsqueeze(1), state.keys, state.memory, state.mask)
-            context = context.squeeze(1)
-            s = self.decoder(torch.cat([emb[:, t], torch.zeros_like(context)], dim=-1), s)''')),
-    Bug("Seq2SeqAttentionRNN", "decode returns the state it was given", _model(final="state.hidden")),
+        variant(_MODEL, "torch.cat([h_n[0], h_n[1]], dim=-1)", "torch.cat([h_n[1], h_n[0]], dim=-1)")),
+    Bug("Seq2SeqAttentionRNN", "attends with the new state s_i instead of s_{i-1}",
+        variant(_MODEL, _ATTEND + _GRU_STEP, _GRU_STEP + _ATTEND)),
+    Bug("Seq2SeqAttentionRNN", "context not fed into the GRU cell",
+        variant(_MODEL, "torch.cat([emb[:, t], context], dim=-1)", "torch.cat([emb[:, t], torch.zeros_like(context)], dim=-1)")),
+    Bug("Seq2SeqAttentionRNN", "decode returns the state it was given",
+        variant(_MODEL, "state._replace(hidden=s)", "state._replace(hidden=state.hidden)")),
 ]
+
+TEMPLATES = {"softmax": _SOFTMAX, "masked_softmax": _MASKED, "attention_lookup": _LOOKUP,
+             "scaled_dot_product_attention": _SDPA, "AdditiveAttention": _ADDITIVE, "Seq2SeqAttentionRNN": _MODEL}
+
+BUGS = _SOFTMAX_BUGS + _MASKED_BUGS + _LOOKUP_BUGS + _SDPA_BUGS + _ADDITIVE_BUGS + _MODEL_BUGS

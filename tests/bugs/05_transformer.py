@@ -2,16 +2,10 @@
 
 Each ``code`` runs in the kernel of the executed solution notebook, where ``torch``, ``nn``, ``F``,
 ``math``, ``MultiHeadAttention``, ``causal_mask``, ``padding_mask``, ``make_positional`` and the
-token ids exist. Most bugs are the solution with one line changed (``_variant``), so each differs
-from the correct code by exactly the mistake its description names.
+token ids exist. ``TEMPLATES`` holds the correct code of each target; every bug is its template with
+one mistake substituted in (``variant``), so it differs from correct code by exactly that mistake.
 """
-from tests.bugs import Bug
-
-
-def _variant(base: str, old: str, new: str) -> str:
-    """``base`` with ``old`` replaced by ``new`` (exactly once: a typo here must not go unnoticed)."""
-    assert base.count(old) == 1, f"the bug template does not contain exactly one {old!r}"
-    return base.replace(old, new)
+from tests.bugs import Bug, variant
 
 
 # ----------------------------------------------------------------------------------------------- PositionwiseFeedForward
@@ -28,13 +22,13 @@ class PositionwiseFeedForward(nn.Module):
 '''
 _FFN_BUGS = [
     Bug("PositionwiseFeedForward", "no ReLU between the two layers",
-        _variant(_FFN, "self.dropout(F.relu(self.linear1(x)))", "self.dropout(self.linear1(x))")),
+        variant(_FFN, "self.dropout(F.relu(self.linear1(x)))", "self.dropout(self.linear1(x))")),
     Bug("PositionwiseFeedForward", "ReLU on the output as well",
-        _variant(_FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
-                 "return F.relu(self.linear2(self.dropout(F.relu(self.linear1(x)))))")),
-    Bug("PositionwiseFeedForward", "GELU instead of the paper's ReLU", _variant(_FFN, "F.relu(", "F.gelu(")),
+        variant(_FFN, "return self.linear2(self.dropout(F.relu(self.linear1(x))))",
+                "return F.relu(self.linear2(self.dropout(F.relu(self.linear1(x)))))")),
+    Bug("PositionwiseFeedForward", "GELU instead of the paper's ReLU", variant(_FFN, "F.relu(", "F.gelu(")),
     Bug("PositionwiseFeedForward", "hidden layer without a bias",
-        _variant(_FFN, "nn.Linear(d_model, d_ff)", "nn.Linear(d_model, d_ff, bias=False)")),
+        variant(_FFN, "nn.Linear(d_model, d_ff)", "nn.Linear(d_model, d_ff, bias=False)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- EncoderLayer
@@ -58,19 +52,19 @@ class EncoderLayer(nn.Module):
         return self.norm2(x + self.dropout(self.ff(x)))
 '''
 _ENC_BUGS = [
-    Bug("EncoderLayer", "always pre-LN: norm_first ignored", _variant(_ENC, "if self.norm_first:", "if True:")),
-    Bug("EncoderLayer", "always post-LN: norm_first ignored", _variant(_ENC, "if self.norm_first:", "if False:")),
+    Bug("EncoderLayer", "always pre-LN: norm_first ignored", variant(_ENC, "if self.norm_first:", "if True:")),
+    Bug("EncoderLayer", "always post-LN: norm_first ignored", variant(_ENC, "if self.norm_first:", "if False:")),
     Bug("EncoderLayer", "post-LN without the residual around attention",
-        _variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
-                 "x = self.norm1(self.dropout(self.self_attn(x, x, x, mask)[0]))")),
+        variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
+                "x = self.norm1(self.dropout(self.self_attn(x, x, x, mask)[0]))")),
     Bug("EncoderLayer", "pre-LN without the residual around the FFN",
-        _variant(_ENC, "return x + self.dropout(self.ff(self.norm2(x)))", "return self.dropout(self.ff(self.norm2(x)))")),
+        variant(_ENC, "return x + self.dropout(self.ff(self.norm2(x)))", "return self.dropout(self.ff(self.norm2(x)))")),
     Bug("EncoderLayer", "post-LN normalises the sublayer, not the sum: x + LN(S(x))",
-        _variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
-                 "x = x + self.norm1(self.dropout(self.self_attn(x, x, x, mask)[0]))")),
+        variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
+                "x = x + self.norm1(self.dropout(self.self_attn(x, x, x, mask)[0]))")),
     Bug("EncoderLayer", "padding mask not passed to attention",
-        _variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
-                 "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
+        variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
+                "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
 ]
 
 # ----------------------------------------------------------------------------------------------- DecoderLayer
@@ -100,19 +94,19 @@ class DecoderLayer(nn.Module):
 '''
 _DEC_BUGS = [
     Bug("DecoderLayer", "cross-attention reads the decoder's own states as keys and values",
-        _variant(_DEC, "x = self.norm2(x + self.dropout(self.cross_attn(x, memory, memory, memory_mask)[0]))",
-                 "x = self.norm2(x + self.dropout(self.cross_attn(x, x, x, tgt_mask)[0]))")),
+        variant(_DEC, "x = self.norm2(x + self.dropout(self.cross_attn(x, memory, memory, memory_mask)[0]))",
+                "x = self.norm2(x + self.dropout(self.cross_attn(x, x, x, tgt_mask)[0]))")),
     Bug("DecoderLayer", "causal mask not applied in self-attention (post-LN)",
-        _variant(_DEC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, tgt_mask)[0]))",
-                 "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
+        variant(_DEC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, tgt_mask)[0]))",
+                "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
     Bug("DecoderLayer", "source padding mask not applied in cross-attention (post-LN)",
-        _variant(_DEC, "self.cross_attn(x, memory, memory, memory_mask)", "self.cross_attn(x, memory, memory)")),
-    Bug("DecoderLayer", "decoder always post-LN: norm_first ignored", _variant(_DEC, "if self.norm_first:", "if False:")),
+        variant(_DEC, "self.cross_attn(x, memory, memory, memory_mask)", "self.cross_attn(x, memory, memory)")),
+    Bug("DecoderLayer", "decoder always post-LN: norm_first ignored", variant(_DEC, "if self.norm_first:", "if False:")),
     Bug("DecoderLayer", "pre-LN without the residual around cross-attention",
-        _variant(_DEC, "x = x + self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])",
-                 "x = self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])")),
+        variant(_DEC, "x = x + self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])",
+                "x = self.dropout(self.cross_attn(h, memory, memory, memory_mask)[0])")),
     Bug("DecoderLayer", "pre-LN feeds the un-normalised x to the FFN",
-        _variant(_DEC, "return x + self.dropout(self.ff(self.norm3(x)))", "return self.norm3(x + self.dropout(self.ff(x)))")),
+        variant(_DEC, "return x + self.dropout(self.ff(self.norm3(x)))", "return self.norm3(x + self.dropout(self.ff(x)))")),
 ]
 
 # ----------------------------------------------------------------------------------------------- Transformer
@@ -154,22 +148,22 @@ class Transformer(nn.Module):
 '''
 _MODEL_BUGS = [
     Bug("Transformer", "embeddings not scaled by sqrt(d_model)",
-        _variant(_MODEL, "self.src_embed(src) * math.sqrt(self.cfg.d_model)", "self.src_embed(src)")),
+        variant(_MODEL, "self.src_embed(src) * math.sqrt(self.cfg.d_model)", "self.src_embed(src)")),
     Bug("Transformer", "scaled after the positions are added",
-        _variant(_MODEL, "y = self.dropout(self.positional(self.tgt_embed(tgt_in) * math.sqrt(self.cfg.d_model)))",
-                 "y = self.dropout(self.positional(self.tgt_embed(tgt_in)) * math.sqrt(self.cfg.d_model))")),
+        variant(_MODEL, "y = self.dropout(self.positional(self.tgt_embed(tgt_in) * math.sqrt(self.cfg.d_model)))",
+                "y = self.dropout(self.positional(self.tgt_embed(tgt_in)) * math.sqrt(self.cfg.d_model))")),
     Bug("Transformer", "output layer never tied to the target embedding",
-        _variant(_MODEL, "if cfg.tie_output:", "if False:")),
+        variant(_MODEL, "if cfg.tie_output:", "if False:")),
     Bug("Transformer", "no causal mask in the decoder",
-        _variant(_MODEL, "y = layer(y, memory, tgt_mask, src_mask)", "y = layer(y, memory, None, src_mask)")),
+        variant(_MODEL, "y = layer(y, memory, tgt_mask, src_mask)", "y = layer(y, memory, None, src_mask)")),
     Bug("Transformer", "encoder self-attention ignores source padding",
-        _variant(_MODEL, "x = layer(x, mask)", "x = layer(x, None)")),
+        variant(_MODEL, "x = layer(x, mask)", "x = layer(x, None)")),
     Bug("Transformer", "no final LayerNorm in the pre-LN decoder stack",
-        _variant(_MODEL, "self.decoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()",
-                 "self.decoder_norm = nn.Identity()")),
+        variant(_MODEL, "self.decoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()",
+                "self.decoder_norm = nn.Identity()")),
     Bug("Transformer", "cross-attention sees the padded source positions",
-        _variant(_MODEL, "return self.decode(tgt_in, self.encode(src), padding_mask(src))",
-                 "return self.decode(tgt_in, self.encode(src), None)")),
+        variant(_MODEL, "return self.decode(tgt_in, self.encode(src), padding_mask(src))",
+                "return self.decode(tgt_in, self.encode(src), None)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- transformer_param_count
@@ -192,15 +186,15 @@ def transformer_param_count(cfg):
 '''
 _COUNT_BUGS = [
     Bug("transformer_param_count", "biases forgotten",
-        _variant(_variant(_COUNT, "attention = 4 * d * d + 4 * d", "attention = 4 * d * d"),
-                 "ffn = 2 * d * d_ff + d_ff + d", "ffn = 2 * d * d_ff")),
+        variant(variant(_COUNT, "attention = 4 * d * d + 4 * d", "attention = 4 * d * d"),
+                "ffn = 2 * d * d_ff + d_ff + d", "ffn = 2 * d * d_ff")),
     Bug("transformer_param_count", "decoder layers without cross-attention",
-        _variant(_COUNT, "(2 * attention + ffn + 3 * norm)", "(attention + ffn + 2 * norm)")),
-    Bug("transformer_param_count", "tied output layer counted twice", _variant(_COUNT, "if not cfg.tie_output:", "if True:")),
-    Bug("transformer_param_count", "final LayerNorms counted for post-LN too", _variant(_COUNT, "if cfg.norm_first:", "if True:")),
+        variant(_COUNT, "(2 * attention + ffn + 3 * norm)", "(attention + ffn + 2 * norm)")),
+    Bug("transformer_param_count", "tied output layer counted twice", variant(_COUNT, "if not cfg.tie_output:", "if True:")),
+    Bug("transformer_param_count", "final LayerNorms counted for post-LN too", variant(_COUNT, "if cfg.norm_first:", "if True:")),
     Bug("transformer_param_count", "learned position table forgotten",
-        _variant(_COUNT, 'if cfg.positional == "learned":', "if False:")),
-    Bug("transformer_param_count", "LayerNorm counted as d (no beta)", _variant(_COUNT, "norm = 2 * d", "norm = d")),
+        variant(_COUNT, 'if cfg.positional == "learned":', "if False:")),
+    Bug("transformer_param_count", "LayerNorm counted as d (no beta)", variant(_COUNT, "norm = 2 * d", "norm = d")),
 ]
 
 # ----------------------------------------------------------------------------------------------- label_smoothed_cross_entropy
@@ -214,15 +208,15 @@ def label_smoothed_cross_entropy(logits, target, eps, pad_id=0):
     return loss[keep].mean()
 '''
 _LS_BUGS = [
-    Bug("label_smoothed_cross_entropy", "padding counted in the mean", _variant(_LS, "return loss[keep].mean()", "return loss.mean()")),
+    Bug("label_smoothed_cross_entropy", "padding counted in the mean", variant(_LS, "return loss[keep].mean()", "return loss.mean()")),
     Bug("label_smoothed_cross_entropy", "eps spread over the V-1 wrong classes only",
-        _variant(_LS, "uniform = -logp.mean(dim=-1)",
-                 "uniform = -(logp.sum(-1) - logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)) / (logp.shape[-1] - 1)")),
-    Bug("label_smoothed_cross_entropy", "sum over tokens instead of the mean", _variant(_LS, "return loss[keep].mean()", "return loss[keep].sum()")),
+        variant(_LS, "uniform = -logp.mean(dim=-1)",
+                "uniform = -(logp.sum(-1) - logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)) / (logp.shape[-1] - 1)")),
+    Bug("label_smoothed_cross_entropy", "sum over tokens instead of the mean", variant(_LS, "return loss[keep].mean()", "return loss[keep].sum()")),
     Bug("label_smoothed_cross_entropy", "true class keeps weight 1 instead of 1 - eps",
-        _variant(_LS, "loss = (1 - eps) * nll + eps * uniform", "loss = nll + eps * uniform")),
+        variant(_LS, "loss = (1 - eps) * nll + eps * uniform", "loss = nll + eps * uniform")),
     Bug("label_smoothed_cross_entropy", "smoothing term uses probabilities, not log-probabilities",
-        _variant(_LS, "uniform = -logp.mean(dim=-1)", "uniform = -logp.exp().mean(dim=-1)")),
+        variant(_LS, "uniform = -logp.mean(dim=-1)", "uniform = -logp.exp().mean(dim=-1)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- noam_lr
@@ -231,11 +225,11 @@ def noam_lr(step, d_model, warmup, factor=1.0):
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 '''
 _NOAM_BUGS = [
-    Bug("noam_lr", "warm-up term missing", _variant(_NOAM, "min(step ** -0.5, step * warmup ** -1.5)", "step ** -0.5")),
-    Bug("noam_lr", "d_model^-0.5 factor missing", _variant(_NOAM, "factor * d_model ** -0.5 * ", "factor * ")),
-    Bug("noam_lr", "warmup^-0.5 instead of warmup^-1.5", _variant(_NOAM, "warmup ** -1.5", "warmup ** -0.5")),
-    Bug("noam_lr", "max instead of min", _variant(_NOAM, "min(", "max(")),
-    Bug("noam_lr", "factor ignored", _variant(_NOAM, "return factor * ", "return ")),
+    Bug("noam_lr", "warm-up term missing", variant(_NOAM, "min(step ** -0.5, step * warmup ** -1.5)", "step ** -0.5")),
+    Bug("noam_lr", "d_model^-0.5 factor missing", variant(_NOAM, "factor * d_model ** -0.5 * ", "factor * ")),
+    Bug("noam_lr", "warmup^-0.5 instead of warmup^-1.5", variant(_NOAM, "warmup ** -1.5", "warmup ** -0.5")),
+    Bug("noam_lr", "max instead of min", variant(_NOAM, "min(", "max(")),
+    Bug("noam_lr", "factor ignored", variant(_NOAM, "return factor * ", "return ")),
 ]
 
 # ----------------------------------------------------------------------------------------------- greedy_decode
@@ -257,13 +251,17 @@ def greedy_decode(model, src, max_len):
 '''
 _GREEDY_BUGS = [
     Bug("greedy_decode", "never stops at <eos>: always runs max_len steps",
-        _variant(_GREEDY, "            if finished.all():\n                break\n", "")),
-    Bug("greedy_decode", "no padding after <eos>", _variant(_GREEDY, "            nxt = nxt.masked_fill(finished, PAD_ID)\n", "")),
-    Bug("greedy_decode", "returns the <bos> too", _variant(_GREEDY, "return ys[:, 1:]", "return ys")),
+        variant(_GREEDY, "            if finished.all():\n                break\n", "")),
+    Bug("greedy_decode", "no padding after <eos>", variant(_GREEDY, "            nxt = nxt.masked_fill(finished, PAD_ID)\n", "")),
+    Bug("greedy_decode", "returns the <bos> too", variant(_GREEDY, "return ys[:, 1:]", "return ys")),
     Bug("greedy_decode", "feeds only the last token, without a cache",
-        _variant(_GREEDY, "model.decode(ys, memory, src_mask)", "model.decode(ys[:, -1:], memory, src_mask)")),
-    Bug("greedy_decode", "argmax of the first position instead of the last", _variant(_GREEDY, "[:, -1].argmax", "[:, 0].argmax")),
-    Bug("greedy_decode", "stops when the first row finishes", _variant(_GREEDY, "if finished.all():", "if finished.any():")),
+        variant(_GREEDY, "model.decode(ys, memory, src_mask)", "model.decode(ys[:, -1:], memory, src_mask)")),
+    Bug("greedy_decode", "argmax of the first position instead of the last", variant(_GREEDY, "[:, -1].argmax", "[:, 0].argmax")),
+    Bug("greedy_decode", "stops when the first row finishes", variant(_GREEDY, "if finished.all():", "if finished.any():")),
 ]
+
+TEMPLATES = {"PositionwiseFeedForward": _FFN, "EncoderLayer": _ENC, "DecoderLayer": _DEC, "Transformer": _MODEL,
+             "transformer_param_count": _COUNT, "label_smoothed_cross_entropy": _LS, "noam_lr": _NOAM,
+             "greedy_decode": _GREEDY}
 
 BUGS = _FFN_BUGS + _ENC_BUGS + _DEC_BUGS + _MODEL_BUGS + _COUNT_BUGS + _LS_BUGS + _NOAM_BUGS + _GREEDY_BUGS

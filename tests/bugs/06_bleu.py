@@ -1,45 +1,84 @@
 """Plausible wrong implementations of notebook 06's graded functions; each must fail a graded cell.
 
 Each ``code`` runs in the kernel of the executed solution notebook, where ``Counter``, ``math`` and
-the (correct) ``ngrams``, ``modified_precision`` and ``brevity_penalty`` exist.
+the (correct) ``ngrams``, ``modified_precision`` and ``brevity_penalty`` exist. ``TEMPLATES`` holds
+the correct code of each target; every bug is its template with one mistake substituted in
+(``variant``), so it differs from correct code by exactly that mistake.
 """
-from tests.bugs import Bug
+from tests.bugs import Bug, variant
 
 # ----------------------------------------------------------------------------- ngrams
 _NGRAMS = '''
 def ngrams(tokens, n):
-    return {body}
+    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
 '''
+_NGRAMS_BUGS = [
+    Bug("ngrams", "off by one: drops the last n-gram", variant(_NGRAMS, "len(tokens) - n + 1", "len(tokens) - n")),
+    Bug("ngrams", "counts each distinct n-gram once (a set)",
+        variant(_NGRAMS, "Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))",
+                "Counter(set(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)))")),
+    Bug("ngrams", "non-overlapping chunks instead of a sliding window",
+        variant(_NGRAMS, "range(len(tokens) - n + 1)", "range(0, len(tokens) - n + 1, n)")),
+    Bug("ngrams", "keys are joined strings, not tuples", variant(_NGRAMS, "tuple(tokens[i:i + n])", "' '.join(tokens[i:i + n])")),
+    Bug("ngrams", "includes the shorter n-grams at the end of the sentence",
+        variant(_NGRAMS, "range(len(tokens) - n + 1)", "range(len(tokens))")),
+]
 
 # ----------------------------------------------------------------------------- modified_precision
+# ``largest |= other`` keeps, for each n-gram, the larger of the two counts: the max over references.
 _PRECISION = '''
 def modified_precision(candidate, references, n):
     counts = ngrams(candidate, n)
-{body}
+    largest = Counter()
+    for ref in references:
+        largest |= ngrams(ref, n)
+    return sum(min(k, largest[g]) for g, k in counts.items()), sum(counts.values())
 '''
+_PRECISION_BUGS = [
+    Bug("modified_precision", "no clipping: every n-gram found in a reference counts in full",
+        variant(_PRECISION, "sum(min(k, largest[g]) for g, k in counts.items())",
+                "sum(k for g, k in counts.items() if g in largest)")),
+    Bug("modified_precision", "clips by the sum over references instead of the max",
+        variant(_PRECISION, "largest |= ngrams(ref, n)", "largest += ngrams(ref, n)")),
+    Bug("modified_precision", "clips against the first reference only",
+        variant(_PRECISION, "for ref in references:", "for ref in references[:1]:")),
+    Bug("modified_precision", "total counts distinct n-grams, not occurrences",
+        variant(_PRECISION, "sum(counts.values())", "len(counts)")),
+    Bug("modified_precision", "clips by the min over references (must be in every reference)",
+        variant(variant(_PRECISION, "largest = Counter()", "largest = ngrams(references[0], n)"),
+                "largest |= ngrams(ref, n)", "largest &= ngrams(ref, n)")),
+]
 
 # ----------------------------------------------------------------------------- brevity_penalty
 _BP = '''
 def brevity_penalty(c, r):
-{body}
+    if c >= r:
+        return 1.0
+    if c == 0:
+        return 0.0
+    return math.exp(1 - r / c)
 '''
+_BP_BUGS = [
+    Bug("brevity_penalty", "inverted ratio: exp(1 - c/r)", variant(_BP, "math.exp(1 - r / c)", "math.exp(1 - c / r)")),
+    Bug("brevity_penalty", "also applied to outputs longer than the reference",
+        variant(_BP, "    if c >= r:\n        return 1.0\n", "")),
+    Bug("brevity_penalty", "linear c/r instead of exponential", variant(_BP, "return math.exp(1 - r / c)", "return c / r")),
+    Bug("brevity_penalty", "divides by zero on an empty output", variant(_BP, "    if c == 0:\n        return 0.0\n", "")),
+    Bug("brevity_penalty", "penalises outputs of exactly the reference length",
+        variant(variant(_BP, "if c >= r:", "if c > r:"), "math.exp(1 - r / c)", "math.exp(1 - (r + 1) / c)")),
+]
 
 # ----------------------------------------------------------------------------- corpus_bleu
-# The correct statistics loop, with holes for {closest} (the reference length added to r) and
-# {combine} (turning the pooled counts into the score).
 _CLOSEST = "min((len(ref) for ref in ref_tokens), key=lambda length: (abs(length - len(hyp)), length))"
-_SMOOTHED = '''
-    if clipped[0] == 0 or 0 in totals:
-        return 0.0
-    log_sum, halvings = 0.0, 1
+# exponential smoothing of the pooled counts, then the geometric mean times the brevity penalty
+_SMOOTHED = '''    log_sum, halvings = 0.0, 1
     for k, t in zip(clipped, totals):
         if k == 0:
             halvings *= 2
         log_sum += math.log(k / t if k else 1 / (halvings * t))
-    return 100 * brevity_penalty(c, r) * math.exp(log_sum / max_n)'''
-_CORPUS = '''
-def corpus_bleu(hypotheses, references, max_n=4):
-    clipped, totals = [0] * max_n, [0] * max_n
+    return 100 * brevity_penalty(c, r) * math.exp(log_sum / max_n)
+'''
+_CORPUS_BODY = f'''    clipped, totals = [0] * max_n, [0] * max_n
     c = r = 0
     for hypothesis, refs in zip(hypotheses, references):
         hyp = hypothesis.split()
@@ -49,88 +88,13 @@ def corpus_bleu(hypotheses, references, max_n=4):
             clipped[n - 1] += k
             totals[n - 1] += t
         c += len(hyp)
-        r += {closest}
-{combine}
-'''
-
-# ----------------------------------------------------------------------------- sentence_bleu
-_SENTENCE = '''
-def sentence_bleu(hypothesis, references, max_n=4):
-    hyp = hypothesis.split()
-    ref_tokens = [ref.split() for ref in references]
-    log_sum, halvings, used = 0.0, 1, 0
-    for n in range(1, max_n + 1):
-        k, t = modified_precision(hyp, ref_tokens, n)
-        if t == 0:
-            {on_empty_order}
-        if n == 1 and k == 0:
-            return 0.0
-{zero_order}
-        used += 1
-    if used == 0:
+        r += {_CLOSEST}
+    if clipped[0] == 0 or 0 in totals:
         return 0.0
-    r = {closest}
-    return 100 * brevity_penalty(len(hyp), r) * math.exp(log_sum / used)
-'''
-_EXP_SMOOTHING = '''        if k == 0:
-            halvings *= 2
-        log_sum += math.log(k / t if k else 1 / (halvings * t))'''
-
-BUGS = [
-    # ngrams
-    Bug("ngrams", "off by one: drops the last n-gram",
-        _NGRAMS.format(body="Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n))")),
-    Bug("ngrams", "counts each distinct n-gram once (a set)",
-        _NGRAMS.format(body="Counter(set(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)))")),
-    Bug("ngrams", "non-overlapping chunks instead of a sliding window",
-        _NGRAMS.format(body="Counter(tuple(tokens[i:i + n]) for i in range(0, len(tokens) - n + 1, n))")),
-    Bug("ngrams", "keys are joined strings, not tuples",
-        _NGRAMS.format(body="Counter(' '.join(tokens[i:i + n]) for i in range(len(tokens) - n + 1))")),
-    Bug("ngrams", "includes the shorter n-grams at the end of the sentence",
-        _NGRAMS.format(body="Counter(tuple(tokens[i:i + n]) for i in range(len(tokens)))")),
-
-    # modified_precision
-    Bug("modified_precision", "no clipping: every n-gram found in a reference counts in full",
-        _PRECISION.format(body="""    found = set().union(*(ngrams(ref, n) for ref in references))
-    return sum(k for g, k in counts.items() if g in found), sum(counts.values())""")),
-    Bug("modified_precision", "clips by the sum over references instead of the max",
-        _PRECISION.format(body="""    summed = Counter()
-    for ref in references:
-        summed.update(ngrams(ref, n))
-    return sum(min(k, summed[g]) for g, k in counts.items()), sum(counts.values())""")),
-    Bug("modified_precision", "clips against the first reference only",
-        _PRECISION.format(body="""    first = ngrams(references[0], n)
-    return sum(min(k, first[g]) for g, k in counts.items()), sum(counts.values())""")),
-    Bug("modified_precision", "total counts distinct n-grams, not occurrences",
-        _PRECISION.format(body="""    largest = Counter()
-    for ref in references:
-        largest |= ngrams(ref, n)
-    return sum(min(k, largest[g]) for g, k in counts.items()), len(counts)""")),
-    Bug("modified_precision", "clips by the min over references (must be in every reference)",
-        _PRECISION.format(body="""    common = ngrams(references[0], n)
-    for ref in references[1:]:
-        common &= ngrams(ref, n)
-    return sum(min(k, common[g]) for g, k in counts.items()), sum(counts.values())""")),
-
-    # brevity_penalty
-    Bug("brevity_penalty", "inverted ratio: exp(1 - c/r)",
-        _BP.format(body="""    if c >= r:
-        return 1.0
-    return math.exp(1 - c / r) if c > 0 else 0.0""")),
-    Bug("brevity_penalty", "also applied to outputs longer than the reference",
-        _BP.format(body="""    return math.exp(1 - r / c) if c > 0 else 0.0""")),
-    Bug("brevity_penalty", "linear c/r instead of exponential",
-        _BP.format(body="""    return 1.0 if c >= r else c / r""")),
-    Bug("brevity_penalty", "divides by zero on an empty output",
-        _BP.format(body="""    return 1.0 if c >= r else math.exp(1 - r / c)""")),
-    Bug("brevity_penalty", "penalises outputs of exactly the reference length",
-        _BP.format(body="""    if c > r:
-        return 1.0
-    return math.exp(1 - (r + 1) / c) if c > 0 else 0.0""")),
-
-    # corpus_bleu
-    Bug("corpus_bleu", "averages sentence scores instead of pooling counts", '''
-def corpus_bleu(hypotheses, references, max_n=4):
+{_SMOOTHED}'''
+_CORPUS = "\ndef corpus_bleu(hypotheses, references, max_n=4):\n" + _CORPUS_BODY
+_CORPUS_BUGS = [
+    Bug("corpus_bleu", "averages sentence scores instead of pooling counts", variant(_CORPUS, _CORPUS_BODY, '''\
     def one(hypothesis, refs):
         hyp, ref_tokens = hypothesis.split(), [ref.split() for ref in refs]
         stats = [modified_precision(hyp, ref_tokens, n) for n in range(1, max_n + 1)]
@@ -144,57 +108,63 @@ def corpus_bleu(hypotheses, references, max_n=4):
         r = min((len(x) for x in ref_tokens), key=lambda length: (abs(length - len(hyp)), length))
         return 100 * brevity_penalty(len(hyp), r) * math.exp(log_sum / max_n)
     return sum(one(h, rs) for h, rs in zip(hypotheses, references)) / len(hypotheses)
-'''),
+''')),
     Bug("corpus_bleu", "arithmetic mean of the precisions instead of the geometric mean",
-        _CORPUS.format(closest=_CLOSEST, combine='''
-    if clipped[0] == 0 or 0 in totals:
-        return 0.0
-    return 100 * brevity_penalty(c, r) * sum(k / t for k, t in zip(clipped, totals)) / max_n''')),
+        variant(_CORPUS, _SMOOTHED,
+                "    return 100 * brevity_penalty(c, r) * sum(k / t for k, t in zip(clipped, totals)) / max_n\n")),
     Bug("corpus_bleu", "the slides' formula: BP * exp(mean of the precisions)",
-        _CORPUS.format(closest=_CLOSEST, combine='''
-    if clipped[0] == 0 or 0 in totals:
-        return 0.0
-    return 100 * brevity_penalty(c, r) * math.exp(sum(k / t for k, t in zip(clipped, totals)) / max_n)''')),
+        variant(_CORPUS, _SMOOTHED,
+                "    return 100 * brevity_penalty(c, r) * math.exp(sum(k / t for k, t in zip(clipped, totals)) / max_n)\n")),
     Bug("corpus_bleu", "shortest reference length instead of the closest",
-        _CORPUS.format(closest="min(len(ref) for ref in ref_tokens)", combine=_SMOOTHED)),
+        variant(_CORPUS, _CLOSEST, "min(len(ref) for ref in ref_tokens)")),
     Bug("corpus_bleu", "closest reference length, but ties go to the longer one",
-        _CORPUS.format(closest=_CLOSEST.replace("length))", "-length))"),
-                       combine=_SMOOTHED)),
-    Bug("corpus_bleu", "first reference's length instead of the closest",
-        _CORPUS.format(closest="len(ref_tokens[0])", combine=_SMOOTHED)),
+        variant(_CORPUS, "(abs(length - len(hyp)), length)", "(abs(length - len(hyp)), -length)")),
+    Bug("corpus_bleu", "first reference's length instead of the closest", variant(_CORPUS, _CLOSEST, "len(ref_tokens[0])")),
     Bug("corpus_bleu", "no smoothing: an order without matches makes BLEU 0",
-        _CORPUS.format(closest=_CLOSEST, combine='''
-    if 0 in clipped or 0 in totals:
-        return 0.0
-    return 100 * brevity_penalty(c, r) * math.exp(sum(math.log(k / t) for k, t in zip(clipped, totals)) / max_n)''')),
+        variant(_CORPUS, "if clipped[0] == 0 or", "if 0 in clipped or")),
     Bug("corpus_bleu", "smoothing constant 1/(2 total) instead of doubling per order",
-        _CORPUS.format(closest=_CLOSEST, combine='''
-    if clipped[0] == 0 or 0 in totals:
-        return 0.0
-    log_sum = sum(math.log(k / t if k else 1 / (2 * t)) for k, t in zip(clipped, totals))
-    return 100 * brevity_penalty(c, r) * math.exp(log_sum / max_n)''')),
+        variant(_CORPUS, "1 / (halvings * t)", "1 / (2 * t)")),
     Bug("corpus_bleu", "score on a 0-1 scale instead of 0-100",
-        _CORPUS.format(closest=_CLOSEST, combine=_SMOOTHED.replace("return 100 * ", "return "))),
+        variant(_CORPUS, "return 100 * brevity_penalty(", "return brevity_penalty(")),
     Bug("corpus_bleu", "off by one: leaves out the highest order (n = 1 .. max_n - 1)",
-        _CORPUS.format(closest=_CLOSEST, combine=_SMOOTHED
-                       .replace("zip(clipped, totals)", "zip(clipped[:-1], totals[:-1])")
-                       .replace("log_sum / max_n", "log_sum / (max_n - 1)"))),
-
-    # sentence_bleu
-    Bug("sentence_bleu", "no smoothing: a zero order gives BLEU 0",
-        _SENTENCE.format(on_empty_order="break", closest=_CLOSEST,
-                         zero_order='''        if k == 0:
-            return 0.0
-        log_sum += math.log(k / t)''')),
-    Bug("sentence_bleu", "no effective order: a short hypothesis scores 0",
-        _SENTENCE.format(on_empty_order="return 0.0", closest=_CLOSEST, zero_order=_EXP_SMOOTHING)),
-    Bug("sentence_bleu", "smoothing does not double from one zero order to the next",
-        _SENTENCE.format(on_empty_order="break", closest=_CLOSEST,
-                         zero_order='''        log_sum += math.log(k / t if k else 1 / (2 * t))''')),
-    Bug("sentence_bleu", "add-one smoothing instead of exponential",
-        _SENTENCE.format(on_empty_order="break", closest=_CLOSEST,
-                         zero_order='''        log_sum += math.log((k + 1) / (t + 1) if n > 1 else k / t)''')),
-    Bug("sentence_bleu", "brevity penalty from the shortest reference",
-        _SENTENCE.format(on_empty_order="break", closest="min(len(ref) for ref in ref_tokens)",
-                         zero_order=_EXP_SMOOTHING)),
+        variant(variant(_CORPUS, "zip(clipped, totals)", "zip(clipped[:-1], totals[:-1])"),
+                "log_sum / max_n", "log_sum / (max_n - 1)")),
 ]
+
+# ----------------------------------------------------------------------------- sentence_bleu
+_SENTENCE = f'''
+def sentence_bleu(hypothesis, references, max_n=4):
+    hyp = hypothesis.split()
+    ref_tokens = [ref.split() for ref in references]
+    log_sum, halvings, used = 0.0, 1, 0
+    for n in range(1, max_n + 1):
+        k, t = modified_precision(hyp, ref_tokens, n)
+        if t == 0:
+            break
+        if n == 1 and k == 0:
+            return 0.0
+        if k == 0:
+            halvings *= 2
+        log_sum += math.log(k / t if k else 1 / (halvings * t))
+        used += 1
+    if used == 0:
+        return 0.0
+    r = {_CLOSEST}
+    return 100 * brevity_penalty(len(hyp), r) * math.exp(log_sum / used)
+'''
+_SENTENCE_BUGS = [
+    Bug("sentence_bleu", "no smoothing: a zero order gives BLEU 0", variant(_SENTENCE, "halvings *= 2", "return 0.0")),
+    Bug("sentence_bleu", "no effective order: a short hypothesis scores 0",
+        variant(_SENTENCE, "        if t == 0:\n            break\n", "        if t == 0:\n            return 0.0\n")),
+    Bug("sentence_bleu", "smoothing does not double from one zero order to the next",
+        variant(_SENTENCE, "1 / (halvings * t)", "1 / (2 * t)")),
+    Bug("sentence_bleu", "add-one smoothing instead of exponential",
+        variant(_SENTENCE, "math.log(k / t if k else 1 / (halvings * t))", "math.log((k + 1) / (t + 1) if n > 1 else k / t)")),
+    Bug("sentence_bleu", "brevity penalty from the shortest reference",
+        variant(_SENTENCE, _CLOSEST, "min(len(ref) for ref in ref_tokens)")),
+]
+
+TEMPLATES = {"ngrams": _NGRAMS, "modified_precision": _PRECISION, "brevity_penalty": _BP, "corpus_bleu": _CORPUS,
+             "sentence_bleu": _SENTENCE}
+
+BUGS = _NGRAMS_BUGS + _PRECISION_BUGS + _BP_BUGS + _CORPUS_BUGS + _SENTENCE_BUGS

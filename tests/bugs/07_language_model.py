@@ -1,16 +1,11 @@
 """Plausible wrong implementations of notebook 07's graded classes and functions; each must fail a graded cell.
 
 Each ``code`` runs in the kernel of the executed solution notebook, where ``torch``, ``nn``, ``F``,
-``math``, ``np``, ``apply_rope``, ``KVCache`` and the graded names exist. Most bugs are the solution
-with one line changed (``_variant``), so each differs from the correct code by exactly its mistake.
+``math``, ``np``, ``apply_rope``, ``KVCache`` and the graded names exist. ``TEMPLATES`` holds the
+correct code of each target; every bug is its template with one mistake substituted in
+(``variant``), so it differs from correct code by exactly that mistake.
 """
-from tests.bugs import Bug
-
-
-def _variant(base: str, old: str, new: str) -> str:
-    """``base`` with ``old`` replaced by ``new`` (exactly once: a typo here must not go unnoticed)."""
-    assert base.count(old) == 1, f"the bug template does not contain exactly one {old!r}"
-    return base.replace(old, new)
+from tests.bugs import Bug, variant
 
 
 # ----------------------------------------------------------------------------------------------- RMSNorm
@@ -26,13 +21,13 @@ class RMSNorm(nn.Module):
 '''
 _RMS_BUGS = [
     Bug("RMSNorm", "subtracts the mean first (LayerNorm without bias)",
-        _variant(_RMS, "return x * torch.rsqrt(", "x = x - x.mean(dim=-1, keepdim=True)\n        return x * torch.rsqrt(")),
+        variant(_RMS, "return x * torch.rsqrt(", "x = x - x.mean(dim=-1, keepdim=True)\n        return x * torch.rsqrt(")),
     Bug("RMSNorm", "eps added outside the square root",
-        _variant(_RMS, "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
-                 "return x / (x.pow(2).mean(dim=-1, keepdim=True).sqrt() + self.eps) * self.weight")),
-    Bug("RMSNorm", "no eps at all", _variant(_RMS, "keepdim=True) + self.eps)", "keepdim=True))")),
-    Bug("RMSNorm", "normalises over the first axis", _variant(_RMS, "mean(dim=-1, keepdim=True)", "mean(dim=0, keepdim=True)")),
-    Bug("RMSNorm", "weight initialised to zeros", _variant(_RMS, "torch.ones(d)", "torch.zeros(d)")),
+        variant(_RMS, "return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight",
+                "return x / (x.pow(2).mean(dim=-1, keepdim=True).sqrt() + self.eps) * self.weight")),
+    Bug("RMSNorm", "no eps at all", variant(_RMS, "keepdim=True) + self.eps)", "keepdim=True))")),
+    Bug("RMSNorm", "normalises over the first axis", variant(_RMS, "mean(dim=-1, keepdim=True)", "mean(dim=0, keepdim=True)")),
+    Bug("RMSNorm", "weight initialised to zeros", variant(_RMS, "torch.ones(d)", "torch.zeros(d)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- SwiGLU
@@ -49,11 +44,11 @@ class SwiGLU(nn.Module):
 '''
 _SWIGLU_BUGS = [
     Bug("SwiGLU", "SiLU on the value branch w3 instead of the gate w1",
-        _variant(_SWIGLU, "F.silu(self.w1(x)) * self.w3(x)", "self.w1(x) * F.silu(self.w3(x))")),
-    Bug("SwiGLU", "no SiLU: a bilinear unit", _variant(_SWIGLU, "F.silu(self.w1(x))", "self.w1(x)")),
-    Bug("SwiGLU", "ReLU gate (ReGLU)", _variant(_SWIGLU, "F.silu(", "F.relu(")),
+        variant(_SWIGLU, "F.silu(self.w1(x)) * self.w3(x)", "self.w1(x) * F.silu(self.w3(x))")),
+    Bug("SwiGLU", "no SiLU: a bilinear unit", variant(_SWIGLU, "F.silu(self.w1(x))", "self.w1(x)")),
+    Bug("SwiGLU", "ReLU gate (ReGLU)", variant(_SWIGLU, "F.silu(", "F.relu(")),
     Bug("SwiGLU", "linear layers with biases",
-        _variant(_SWIGLU, "self.w1 = nn.Linear(d_model, d_ff, bias=False)", "self.w1 = nn.Linear(d_model, d_ff)")),
+        variant(_SWIGLU, "self.w1 = nn.Linear(d_model, d_ff, bias=False)", "self.w1 = nn.Linear(d_model, d_ff)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- CausalSelfAttention
@@ -93,24 +88,24 @@ class CausalSelfAttention(nn.Module):
 '''
 _ATTN_BUGS = [
     Bug("CausalSelfAttention", "RoPE applied to the values too",
-        _variant(_ATTN, "q, k = apply_rope(q, positions), apply_rope(k, positions)",
-                 "q, k, v = apply_rope(q, positions), apply_rope(k, positions), apply_rope(v, positions)")),
+        variant(_ATTN, "q, k = apply_rope(q, positions), apply_rope(k, positions)",
+                "q, k, v = apply_rope(q, positions), apply_rope(k, positions), apply_rope(v, positions)")),
     Bug("CausalSelfAttention", "GQA heads grouped in the wrong order (repeat instead of repeat_interleave)",
-        _variant(_variant(_ATTN, "k = k.repeat_interleave(group, dim=1)", "k = k.repeat(1, group, 1, 1)"),
-                 "v = v.repeat_interleave(group, dim=1)", "v = v.repeat(1, group, 1, 1)")),
+        variant(variant(_ATTN, "k = k.repeat_interleave(group, dim=1)", "k = k.repeat(1, group, 1, 1)"),
+                "v = v.repeat_interleave(group, dim=1)", "v = v.repeat(1, group, 1, 1)")),
     Bug("CausalSelfAttention", "causal mask off by one: a position cannot see itself",
-        _variant(_ATTN, ".tril(T_k - T)", ".tril(T_k - T - 1)")),
+        variant(_ATTN, ".tril(T_k - T)", ".tril(T_k - T - 1)")),
     Bug("CausalSelfAttention", "causal mask off by one: a position sees the next one",
-        _variant(_ATTN, ".tril(T_k - T)", ".tril(T_k - T + 1)")),
+        variant(_ATTN, ".tril(T_k - T)", ".tril(T_k - T + 1)")),
     Bug("CausalSelfAttention", "cache positions not advanced: RoPE positions restart at 0 every call",
-        _variant(_ATTN, "positions = torch.arange(start, start + T, device=x.device)",
-                 "positions = torch.arange(T, device=x.device)")),
+        variant(_ATTN, "positions = torch.arange(start, start + T, device=x.device)",
+                "positions = torch.arange(T, device=x.device)")),
     Bug("CausalSelfAttention", "mask ignores the cached keys' offset",
-        _variant(_ATTN, ".tril(T_k - T)", ".tril()")),
+        variant(_ATTN, ".tril(T_k - T)", ".tril()")),
     Bug("CausalSelfAttention", "scores scaled by sqrt(d_model) instead of sqrt(d_head)",
-        _variant(_ATTN, "/ math.sqrt(self.d_head)", "/ math.sqrt(d_model)")),
+        variant(_ATTN, "/ math.sqrt(self.d_head)", "/ math.sqrt(d_model)")),
     Bug("CausalSelfAttention", "new keys and values not added to the cache",
-        _variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
+        variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- GPTBlock
@@ -129,13 +124,13 @@ class GPTBlock(nn.Module):
 '''
 _BLOCK_BUGS = [
     Bug("GPTBlock", "post-norm: norm(x + sublayer(x))",
-        _variant(_variant(_BLOCK, "x = x + self.attn(self.attn_norm(x), cache)", "x = self.attn_norm(x + self.attn(x, cache))"),
-                 "return x + self.ffn(self.ffn_norm(x))", "return self.ffn_norm(x + self.ffn(x))")),
+        variant(variant(_BLOCK, "x = x + self.attn(self.attn_norm(x), cache)", "x = self.attn_norm(x + self.attn(x, cache))"),
+                "return x + self.ffn(self.ffn_norm(x))", "return self.ffn_norm(x + self.ffn(x))")),
     Bug("GPTBlock", "the attention norm reused before the FFN",
-        _variant(_BLOCK, "self.ffn(self.ffn_norm(x))", "self.ffn(self.attn_norm(x))")),
-    Bug("GPTBlock", "no residual around the FFN", _variant(_BLOCK, "return x + self.ffn(", "return self.ffn(")),
+        variant(_BLOCK, "self.ffn(self.ffn_norm(x))", "self.ffn(self.attn_norm(x))")),
+    Bug("GPTBlock", "no residual around the FFN", variant(_BLOCK, "return x + self.ffn(", "return self.ffn(")),
     Bug("GPTBlock", "cache not passed to attention",
-        _variant(_BLOCK, "self.attn(self.attn_norm(x), cache)", "self.attn(self.attn_norm(x))")),
+        variant(_BLOCK, "self.attn(self.attn_norm(x), cache)", "self.attn(self.attn_norm(x))")),
 ]
 
 # ----------------------------------------------------------------------------------------------- GPT
@@ -167,16 +162,16 @@ class GPT(nn.Module):
         return self.out(self.norm(x))
 '''
 _GPT_BUGS = [
-    Bug("GPT", "no final norm before the output layer", _variant(_GPT, "return self.out(self.norm(x))", "return self.out(x)")),
+    Bug("GPT", "no final norm before the output layer", variant(_GPT, "return self.out(self.norm(x))", "return self.out(x)")),
     Bug("GPT", "always tied, whatever tie_output says",
-        _variant(_GPT, "        if config.tie_output:\n            self.out.weight", "        if True:\n            self.out.weight")),
+        variant(_GPT, "        if config.tie_output:\n            self.out.weight", "        if True:\n            self.out.weight")),
     Bug("GPT", "learned positions restart at 0 with a cache",
-        _variant(_GPT, "self.pos_embed(torch.arange(start, start + T, device=tokens.device))",
-                 "self.pos_embed(torch.arange(T, device=tokens.device))")),
+        variant(_GPT, "self.pos_embed(torch.arange(start, start + T, device=tokens.device))",
+                "self.pos_embed(torch.arange(T, device=tokens.device))")),
     Bug("GPT", "RoPE in the blocks even with learned positions",
-        _variant(_GPT, "rope=config.positional == \"rope\")", "rope=True)")),
+        variant(_GPT, "rope=config.positional == \"rope\")", "rope=True)")),
     Bug("GPT", "every block gets the first block's cache",
-        _variant(_GPT, "caches[i] if caches else None", "caches[0] if caches else None")),
+        variant(_GPT, "caches[i] if caches else None", "caches[0] if caches else None")),
 ]
 
 # ----------------------------------------------------------------------------------------------- sample_next
@@ -197,24 +192,24 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
 '''
 _SAMPLE_BUGS = [
     Bug("sample_next", "temperature applied after the softmax (then renormalised: no effect)",
-        _variant(_variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
-                 "probs = logits.softmax(dim=-1)", "probs = logits.softmax(dim=-1) / temperature\n    probs = probs / probs.sum(-1, keepdim=True)")),
+        variant(variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
+                "probs = logits.softmax(dim=-1)", "probs = logits.softmax(dim=-1) / temperature\n    probs = probs / probs.sum(-1, keepdim=True)")),
     Bug("sample_next", "top-p drops the token that crosses p",
-        _variant(_SAMPLE, "probs = probs * (above < top_p)", "probs = probs * (above + probs <= top_p)")),
+        variant(_SAMPLE, "probs = probs * (above < top_p)", "probs = probs * (above + probs <= top_p)")),
     Bug("sample_next", "top-k keeps k - 1 tokens",
-        _variant(_SAMPLE, "logits = logits.masked_fill(logits < kth, float(\"-inf\"))",
-                 "logits = logits.masked_fill(logits <= kth, float(\"-inf\"))")),
+        variant(_SAMPLE, "logits = logits.masked_fill(logits < kth, float(\"-inf\"))",
+                "logits = logits.masked_fill(logits <= kth, float(\"-inf\"))")),
     Bug("sample_next", "top-p before the temperature",
-        _variant(_variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
-                 "    return torch.multinomial(", "    probs = probs ** (1 / temperature)\n    probs = probs / probs.sum(-1, keepdim=True)\n    return torch.multinomial(")),
+        variant(variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
+                "    return torch.multinomial(", "    probs = probs ** (1 / temperature)\n    probs = probs / probs.sum(-1, keepdim=True)\n    return torch.multinomial(")),
     Bug("sample_next", "top-p ties split by sort order (cumulative sum of the sorted probabilities)",
-        _variant(_SAMPLE, "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n        probs = probs * (above < top_p)",
-                 "        sorted_p, order = probs.sort(dim=-1, descending=True)\n"
-                 "        keep_sorted = (sorted_p.cumsum(-1) - sorted_p) < top_p\n"
-                 "        probs = probs * torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)")),
+        variant(_SAMPLE, "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n        probs = probs * (above < top_p)",
+                "        sorted_p, order = probs.sort(dim=-1, descending=True)\n"
+                "        keep_sorted = (sorted_p.cumsum(-1) - sorted_p) < top_p\n"
+                "        probs = probs * torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)")),
     Bug("sample_next", "temperature 0 not special-cased: samples at temperature 1",
-        _variant(_SAMPLE, "    if temperature == 0:\n        return logits.argmax(dim=-1)\n    logits = logits.float() / temperature",
-                 "    logits = logits.float() / (temperature or 1.0)")),
+        variant(_SAMPLE, "    if temperature == 0:\n        return logits.argmax(dim=-1)\n    logits = logits.float() / temperature",
+                "    logits = logits.float() / (temperature or 1.0)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- generate
@@ -232,43 +227,41 @@ def generate(model, prompt, max_new_tokens, temperature=1.0, top_k=None, top_p=N
 '''
 _GENERATE_BUGS = [
     Bug("generate", "feeds the whole sequence through the cache at every step",
-        _variant(_GENERATE, "step_input = token if use_cache else out", "step_input = out")),
-    Bug("generate", "samples from the first position's logits", _variant(_GENERATE, "caches=caches)[:, -1]", "caches=caches)[:, 0]")),
+        variant(_GENERATE, "step_input = token if use_cache else out", "step_input = out")),
+    Bug("generate", "samples from the first position's logits", variant(_GENERATE, "caches=caches)[:, -1]", "caches=caches)[:, 0]")),
     Bug("generate", "temperature and filters not passed to sample_next",
-        _variant(_GENERATE, "sample_next(logits, temperature, top_k, top_p, generator)", "sample_next(logits)")),
-    Bug("generate", "returns only the new tokens", _variant(_GENERATE, "    return out\n", "    return out[:, prompt.shape[1]:]\n")),
+        variant(_GENERATE, "sample_next(logits, temperature, top_k, top_p, generator)", "sample_next(logits)")),
+    Bug("generate", "returns only the new tokens", variant(_GENERATE, "    return out\n", "    return out[:, prompt.shape[1]:]\n")),
     Bug("generate", "without the cache feeds only the last token",
-        _variant(_GENERATE, "step_input = token if use_cache else out", "step_input = token")),
+        variant(_GENERATE, "step_input = token if use_cache else out", "step_input = token")),
 ]
 
 # ----------------------------------------------------------------------------------------------- configure_optimizer
-_OPT = '''
-def configure_optimizer(model, lr, weight_decay):
-    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+_OPT_BODY = '''    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     decay = [p for p in model.parameters() if p.dim() >= 2 and id(p) not in embeddings]
     no_decay = [p for p in model.parameters() if p.dim() < 2 or id(p) in embeddings]
     return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                               {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
 '''
+_OPT = "\ndef configure_optimizer(model, lr, weight_decay):\n" + _OPT_BODY
 _OPT_BUGS = [
     Bug("configure_optimizer", "weight decay on every parameter",
-        "def configure_optimizer(model, lr, weight_decay):\n"
-        "    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)\n"),
+        variant(_OPT, _OPT_BODY, "    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)\n")),
     Bug("configure_optimizer", "embeddings decayed too (every matrix)",
-        _variant(_variant(_OPT, "p.dim() >= 2 and id(p) not in embeddings", "p.dim() >= 2"),
-                 "p.dim() < 2 or id(p) in embeddings", "p.dim() < 2")),
+        variant(variant(_OPT, "p.dim() >= 2 and id(p) not in embeddings", "p.dim() >= 2"),
+                "p.dim() < 2 or id(p) in embeddings", "p.dim() < 2")),
     Bug("configure_optimizer", "weight decay on LayerNorm/RMSNorm weights (every 'weight')",
-        "def configure_optimizer(model, lr, weight_decay):\n"
-        "    decay = [p for n, p in model.named_parameters() if n.endswith('weight') and 'embed' not in n]\n"
-        "    rest = [p for n, p in model.named_parameters() if not (n.endswith('weight') and 'embed' not in n)]\n"
-        "    return torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}], lr=lr)\n"),
+        variant(_OPT, _OPT_BODY,
+                "    decay = [p for n, p in model.named_parameters() if n.endswith('weight') and 'embed' not in n]\n"
+                "    rest = [p for n, p in model.named_parameters() if not (n.endswith('weight') and 'embed' not in n)]\n"
+                "    return torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}], lr=lr)\n")),
     Bug("configure_optimizer", "Adam instead of AdamW",
-        _variant(_OPT, "return torch.optim.AdamW(", "return torch.optim.Adam(")),
+        variant(_OPT, "return torch.optim.AdamW(", "return torch.optim.Adam(")),
     Bug("configure_optimizer", "a tied matrix listed twice (through every module's weight)",
-        "def configure_optimizer(model, lr, weight_decay):\n"
-        "    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]\n"
-        "    rest = [p for p in model.parameters() if p.dim() < 2] + [m.weight for m in model.modules() if isinstance(m, nn.Embedding)]\n"
-        "    return torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}], lr=lr)\n"),
+        variant(_OPT, _OPT_BODY,
+                "    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]\n"
+                "    rest = [p for p in model.parameters() if p.dim() < 2] + [m.weight for m in model.modules() if isinstance(m, nn.Embedding)]\n"
+                "    return torch.optim.AdamW([{'params': decay, 'weight_decay': weight_decay}, {'params': rest, 'weight_decay': 0.0}], lr=lr)\n")),
 ]
 
 # ----------------------------------------------------------------------------------------------- cosine_lr
@@ -283,14 +276,14 @@ def cosine_lr(step, max_lr, warmup, total, min_lr):
 '''
 _COSINE_BUGS = [
     Bug("cosine_lr", "warm-up off by one: step / warmup (0 at the first step)",
-        _variant(_COSINE, "max_lr * (step + 1) / warmup", "max_lr * step / warmup")),
+        variant(_COSINE, "max_lr * (step + 1) / warmup", "max_lr * step / warmup")),
     Bug("cosine_lr", "cosine over all steps, not from the end of the warm-up",
-        _variant(_COSINE, "progress = (step - warmup) / (total - warmup)", "progress = step / total")),
+        variant(_COSINE, "progress = (step - warmup) / (total - warmup)", "progress = step / total")),
     Bug("cosine_lr", "decays to 0, min_lr ignored",
-        _variant(_COSINE, "return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)",
-                 "return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr")),
+        variant(_COSINE, "return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)",
+                "return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr")),
     Bug("cosine_lr", "after total the cosine climbs again",
-        _variant(_COSINE, "    if step >= total:\n        return min_lr\n", "")),
+        variant(_COSINE, "    if step >= total:\n        return min_lr\n", "")),
 ]
 
 # ----------------------------------------------------------------------------------------------- train_step
@@ -307,17 +300,21 @@ def train_step(model, batch, optimizer, clip):
 '''
 _STEP_BUGS = [
     Bug("train_step", "clips after the step",
-        _variant(_STEP, "    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)\n    optimizer.step()\n",
-                 "    optimizer.step()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)\n")),
-    Bug("train_step", "gradients never zeroed", _variant(_STEP, "    optimizer.zero_grad()\n", "")),
+        variant(_STEP, "    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)\n    optimizer.step()\n",
+                "    optimizer.step()\n    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)\n")),
+    Bug("train_step", "gradients never zeroed", variant(_STEP, "    optimizer.zero_grad()\n", "")),
     Bug("train_step", "loss summed over positions instead of averaged",
-        _variant(_STEP, "y.reshape(-1))", "y.reshape(-1), reduction='sum')")),
+        variant(_STEP, "y.reshape(-1))", "y.reshape(-1), reduction='sum')")),
     Bug("train_step", "clips each value instead of the global norm",
-        _variant(_STEP, "clip_grad_norm_(model.parameters(), clip)", "clip_grad_value_(model.parameters(), clip)")),
-    Bug("train_step", "returns the loss tensor", _variant(_STEP, "return loss.item()", "return loss")),
+        variant(_STEP, "clip_grad_norm_(model.parameters(), clip)", "clip_grad_value_(model.parameters(), clip)")),
+    Bug("train_step", "returns the loss tensor", variant(_STEP, "return loss.item()", "return loss")),
     Bug("train_step", "predicts the input instead of the next token",
-        _variant(_STEP, "y.reshape(-1))", "x.reshape(-1))")),
+        variant(_STEP, "y.reshape(-1))", "x.reshape(-1))")),
 ]
+
+TEMPLATES = {"RMSNorm": _RMS, "SwiGLU": _SWIGLU, "CausalSelfAttention": _ATTN, "GPTBlock": _BLOCK, "GPT": _GPT,
+             "sample_next": _SAMPLE, "generate": _GENERATE, "configure_optimizer": _OPT, "cosine_lr": _COSINE,
+             "train_step": _STEP}
 
 BUGS = (_RMS_BUGS + _SWIGLU_BUGS + _ATTN_BUGS + _BLOCK_BUGS + _GPT_BUGS + _SAMPLE_BUGS + _GENERATE_BUGS + _OPT_BUGS
         + _COSINE_BUGS + _STEP_BUGS)
