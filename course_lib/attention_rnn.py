@@ -125,10 +125,11 @@ class Seq2SeqAttentionRNN(nn.Module):
         return logits, new_state
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor,
-                src_lengths: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher forcing. src: (B, S), tgt_in: (B, T) -> (logits (B, T, V), weights (B, T, S))."""
-        logits, _, weights = self.decode(tgt_in, self.encode(src, src_lengths), return_weights=True)
-        return logits, weights
+                src_lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """Teacher forcing. src: (B, S), tgt_in: (B, T) -> logits (B, T, V), as every translation model
+        of the course; the attention weights come from ``decode(tgt_in, state, return_weights=True)``."""
+        logits, _ = self.decode(tgt_in, self.encode(src, src_lengths))
+        return logits
 
 
 __all__ = ["ATTENTION_RNN_PRESETS", "AttentionRNNConfig", "AttentionState", "Seq2SeqAttentionRNN"]

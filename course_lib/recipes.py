@@ -33,7 +33,7 @@ from course_lib.train import History, linear_warmup, pick_device, train
 # n_train: training pairs; max_tokens: padded tokens per batch (per process under DDP); steps and/or
 # max_minutes: the training budget; n_test/n_long: sentences of test/test_long scored with BLEU.
 _RNN_HP = {
-    "smoke": dict(n_train=3_000, max_tokens=2_000, steps=60, max_minutes=0.25, lr=3e-3, warmup=100, n_test=200, n_long=60),
+    "smoke": dict(n_train=2_000, max_tokens=2_000, steps=40, max_minutes=0.12, lr=3e-3, warmup=100, n_test=100, n_long=20),
     "laptop": dict(n_train=100_000, max_tokens=3_000, steps=None, max_minutes=3.5, lr=3e-3, warmup=100, n_test=1_000, n_long=300),
     "gpu": dict(n_train=200_000, max_tokens=16_000, steps=None, max_minutes=3.0, lr=1e-3, warmup=100, n_test=2_000, n_long=500),
 }
@@ -55,10 +55,15 @@ _TRANSFORMER_HP = {
                 n_valid=200, eval_every=500, n_speed=200, variant_steps=1500),
 }
 # The attention RNN (notebook 02) learns fast enough to count updates on a laptop; max_minutes is a safety net.
+# The notebook also reads baseline_minutes (01's model retrained for so long when its checkpoint is
+# missing) and max_len (longest translation; None: 2 × source length + 10).
 _ATTENTION_RNN_HP = {
-    "smoke": _RNN_HP["smoke"],
-    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_000, max_minutes=5.0, lr=2e-3, warmup=100, n_test=1_000, n_long=300),
-    "gpu": dict(n_train=200_000, max_tokens=12_000, steps=None, max_minutes=3.0, lr=1e-3, warmup=100, n_test=2_000, n_long=500),
+    "smoke": dict(n_train=3_000, max_tokens=600, steps=20, max_minutes=0.2, lr=3e-3, warmup=100, n_test=40, n_long=10,
+                  baseline_minutes=0.05, max_len=20),
+    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_000, max_minutes=5.0, lr=2e-3, warmup=100, n_test=1_000,
+                   n_long=300, baseline_minutes=1.0, max_len=None),
+    "gpu": dict(n_train=200_000, max_tokens=12_000, steps=None, max_minutes=3.0, lr=1e-3, warmup=100, n_test=2_000,
+                n_long=500, baseline_minutes=1.0, max_len=None),
 }
 HPARAMS: dict[str, dict[str, dict]] = {"rnn": _RNN_HP, "attention-rnn": _ATTENTION_RNN_HP, "transformer": _TRANSFORMER_HP}
 
@@ -108,16 +113,14 @@ def build(name: str, src_vocab_size: int, tgt_vocab_size: int, profile: str | No
     return resolve(RECIPES[name].model)(cfg), cfg
 
 
-def loss_function(name: str, hp: dict) -> Callable[[nn.Module, Any], torch.Tensor]:
-    """``loss(model, batch)``: mean loss per target token, padding ignored (label-smoothed for the Transformer)."""
-    eps = hp.get("label_smoothing", 0.0) if name == "transformer" else 0.0
+def loss_function(hp: dict) -> Callable[[nn.Module, Any], torch.Tensor]:
+    """``loss(model, batch)``: mean loss per target token, padding ignored, label-smoothed by
+    ``hp["label_smoothing"]`` (the Transformer's recipe has it). Every translation model of the course
+    has the same forward: ``model(src, tgt_in) -> logits (B, T, V)``, source lengths read from the padding."""
+    eps = hp.get("label_smoothing", 0.0)
 
     def loss(model: nn.Module, batch) -> torch.Tensor:
-        if name == "rnn":
-            logits = model(batch.src, batch.tgt_in, batch.src_lengths)
-        else:  # the attention RNN returns (logits, weights); the Transformer only logits
-            out = model(batch.src, batch.tgt_in)
-            logits = out[0] if isinstance(out, tuple) else out
+        logits = model(batch.src, batch.tgt_in)                                                  # (B, T, V)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch.tgt_out.reshape(-1),  # (B*T, V)
                                ignore_index=PAD_ID, label_smoothing=eps)
 
@@ -177,7 +180,7 @@ def fit(name: str, profile: str | None = None, *, hp: dict | None = None, device
     optimizer, schedule = optimizer_and_schedule(name, model, cfg, hp)
     autocast = getattr(torch, hp["autocast"]) if hp.get("autocast") else None
     batches = batches if batches is not None else BucketedBatches(data, max_tokens=hp["max_tokens"], seed=0)
-    history = train(trained, batches, loss_function(name, hp), optimizer, steps=hp.get("steps"),
+    history = train(trained, batches, loss_function(hp), optimizer, steps=hp.get("steps"),
                     max_minutes=hp.get("max_minutes"), schedule=schedule, clip_norm=1.0, device=device,
                     progress=progress, autocast_dtype=autocast)
     return TrainedRun(name, model.eval(), cfg, data.src_vocab, data.tgt_vocab, history, hp)

@@ -52,7 +52,9 @@ def test_forward_equals_the_equations_sentence_by_sentence():
     lengths = [5, 2, 1, 4]
     src, tgt_in = _batch(lengths, T=4)
     with torch.no_grad():
-        logits, weights = model(src, tgt_in)
+        logits = model(src, tgt_in)
+        decoded, _, weights = model.decode(tgt_in, model.encode(src), return_weights=True)
+        assert_close(decoded, logits)
         assert logits.shape == (4, 4, 11) and weights.shape == (4, 4, src.shape[1])
         for row, n in enumerate(lengths):
             want_logits, want_weights = _by_hand(model, src[row, :n], tgt_in[row])
@@ -65,7 +67,7 @@ def test_step_by_step_decoding_equals_teacher_forcing():
     model = _model(seed=2)
     src, tgt_in = _batch([3, 6], T=5, seed=3)
     with torch.no_grad():
-        full, _ = model(src, tgt_in)
+        full = model(src, tgt_in)
         state = model.encode(src)
         steps = []
         for t in range(tgt_in.shape[1]):
@@ -82,7 +84,7 @@ def test_greedy_decode_of_course_lib_rnn_works_unchanged():
     prefix = torch.full((3, 1), BOS_ID)
     with torch.no_grad():
         for _ in range(ys.shape[1]):
-            prefix = torch.cat([prefix, model(src, prefix)[0][:, -1].argmax(-1, keepdim=True)], dim=1)
+            prefix = torch.cat([prefix, model(src, prefix)[:, -1].argmax(-1, keepdim=True)], dim=1)
     for row in range(3):
         ref = prefix[row, 1:].tolist()
         n = ref.index(EOS_ID) + 1 if EOS_ID in ref else len(ref)
@@ -92,7 +94,7 @@ def test_greedy_decode_of_course_lib_rnn_works_unchanged():
 def test_gradients_reach_every_parameter():
     model = _model(seed=6, dropout=0.1).train()
     src, tgt_in = _batch([3, 5], T=4, seed=7)
-    logits, _ = model(src, tgt_in)
+    logits = model(src, tgt_in)
     logits.logsumexp(-1).sum().backward()
     missing = [name for name, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
     assert not missing

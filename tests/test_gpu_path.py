@@ -66,7 +66,7 @@ def _translation_setup(name: str):
     model, cfg = recipes.build(name, len(data.src_vocab), len(data.tgt_vocab), "smoke")
     optimizer, schedule = recipes.optimizer_and_schedule(name, model, cfg, hp)
     batches = list(BucketedBatches(data, max_tokens=hp["max_tokens"], seed=0))  # made here, on the CPU
-    loss = recipes.loss_function(name, hp)
+    loss = recipes.loss_function(hp)
     train(model, batches, loss, optimizer, steps=1, schedule=schedule, device="cpu", progress=False)  # optimizer state
     src = next(iter(batches)).src[:2]  # (2, S), on the CPU
     return model, batches, loss, optimizer, schedule, src

@@ -151,8 +151,7 @@ class Seq2SeqAttentionRNN(nn.Module):
         return (logits, new_state, torch.stack(weights, dim=1)) if return_weights else (logits, new_state)
 
     def forward(self, src, tgt_in, src_lengths=None):
-        logits, _, weights = self.decode(tgt_in, self.encode(src, src_lengths=src_lengths), return_weights=True)
-        return logits, weights
+        return self.decode(tgt_in, self.encode(src, src_lengths=src_lengths))[0]
 '''),
     Alternative("Seq2SeqAttentionRNN", "submodules created in another order, a step helper", '''
 class Seq2SeqAttentionRNN(nn.Module):
@@ -199,7 +198,7 @@ class Seq2SeqAttentionRNN(nn.Module):
         return logits, state._replace(hidden=s)
 
     def forward(self, src, tgt_in, src_lengths=None):
-        logits, _, weights = self.decode(tgt_in, self.encode(src, src_lengths), True)
-        return logits, weights
+        logits, _ = self.decode(tgt_in, self.encode(src, src_lengths))
+        return logits
 '''),
 ]

@@ -186,8 +186,8 @@ class Seq2SeqAttentionRNN(nn.Module):
         return logits, new_state
 
     def forward(self, src, tgt_in, src_lengths=None):
-        logits, _, weights = self.decode(tgt_in, self.encode(src, src_lengths), return_weights=True)
-        return logits, weights
+        logits, _ = self.decode(tgt_in, self.encode(src, src_lengths))
+        return logits
 '''
 _ATTEND = '''            context, w = self.attention.attend(s.unsqueeze(1), state.keys, state.memory, state.mask)
             context = context.squeeze(1)
