@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,hub]"
 	touch $@
 
 # Seconds one notebook cell may run in `course build` and `course slides`; on a slow machine,
@@ -36,9 +36,9 @@ build: setup
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
-# The loop while editing: everything but the notebook and browser tests (about a minute).
+# The loop while editing: everything but the notebook, browser and slow tests (under a minute).
 test-fast: setup
-	$(BIN)/python -m pytest -n 2 -m "not notebook and not browser"
+	$(BIN)/python -m pytest -n 2 -m "not notebook and not browser and not slow"
 
 clean:
 	rm -rf $(VENV) build runs gradebook.db

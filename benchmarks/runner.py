@@ -130,6 +130,17 @@ def autograde(options: Options) -> None:
     options.write("autograde_batch", autograde_batch.run(**batch, jobs=[1, 2]))
 
 
+CLASS_ASSIGNMENT, CLASS_SIZE = "06_bleu", 200  # one assignment, a class of students
+
+
+def autograde_class(options: Options) -> None:
+    """A whole class of one assignment: seconds per student with --jobs 1 and 2, every grade checked."""
+    from benchmarks import autograde_batch
+
+    batch = dict(assignments=[CLASS_ASSIGNMENT], students=12 if options.smoke else CLASS_SIZE)
+    options.write("autograde_class", autograde_batch.run(**batch, jobs=[1, 2]))
+
+
 def ci(options: Options) -> None:
     """Wall time of the README's test command (what .ci/run runs), target under 20 minutes on 2 cores."""
     before = machine()
@@ -173,6 +184,9 @@ SECTIONS: dict[str, Section] = {
                         "(benchmarks/decoding.py)"),
     "autograde": Section(autograde, False, "course autograde on every assignment: seconds per student, --jobs 1 vs "
                          "--jobs 2 (benchmarks/autograde_batch.py; a quarter of an hour)"),
+    "class": Section(autograde_class, False, f"course autograde on a class of {CLASS_SIZE} students of "
+                     f"{CLASS_ASSIGNMENT} (honest, blank and catalogued bugs): seconds per student, --jobs 1 vs 2 "
+                     "(half an hour)"),
     "ci": Section(ci, False, "wall time of the README's test command (--ci-command, default `make test`)"),
     "gpu": Section(gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
                    "without: recorded as not measured"),

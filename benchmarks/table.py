@@ -266,6 +266,20 @@ def _autograde(folder: Path) -> list[Row]:
     return [_row("autograde", target, report, path, measured, False if unexpected else None)]
 
 
+def _autograde_class(folder: Path) -> list[Row]:
+    report, path = _load(folder, "autograde_class")
+    target = "course autograde on a class of one assignment: seconds per student, --jobs 1 vs 2 (every grade as expected)"
+    if report is None:
+        return [_not_measured("autograde", target, "python -m benchmarks class")]
+    (assignment,) = report["assignments"]
+    runs = report["runs"]
+    unexpected = sum(run["unexpected"] for run in runs.values())
+    measured = (", ".join(f"--jobs {name[4:]}: {run['seconds_per_student']:.2f} s" for name, run in runs.items())
+                + f" ({report['students']} students of {assignment})"
+                + (f"; {unexpected} unexpected grades" if unexpected else ""))
+    return [_row("autograde", target, report, path, measured, False if unexpected else None)]
+
+
 def _ci(folder: Path) -> list[Row]:
     report, path = _load(folder, "ci")
     target = f"README test command (`make test`) under {CI_MINUTES:g} min on 2 cores"
@@ -299,7 +313,7 @@ def _gpu(folder: Path) -> list[Row]:
     ]
 
 
-SECTION_ROWS = (_attention, _throughput, _quality, _bleu_speed, _decoding, _autograde, _ci, _gpu)
+SECTION_ROWS = (_attention, _throughput, _quality, _bleu_speed, _decoding, _autograde, _autograde_class, _ci, _gpu)
 
 
 def rows(folder: Path) -> list[Row]:

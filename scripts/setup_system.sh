@@ -3,6 +3,7 @@
 #  - bubblewrap from Debian's packages, the sandbox in which `course autograde` runs student code;
 #  - reveal.js, MathJax 2, require.js and jQuery from the npm registry, into build/vendor/ (git-ignored;
 #    `course slides` copies what a deck loads next to it, so decks never reach for a CDN);
+#  - configurable-http-proxy from the npm registry, into build/vendor/ too: JupyterHub's proxy (`course hub`);
 #  - Chromium, its WebDriver and poppler's PDF tools from Debian's packages (headless browser checks,
 #    `course slides --pdf`).
 # Safe to run again: it installs only what is missing. Outside CI a step it cannot do (no root, not
@@ -11,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENDOR="${COURSE_SLIDES_VENDOR:-build/vendor}"
-NPM_PACKAGES="reveal.js@4.6.1 mathjax@2.7.9 requirejs@2.3.8 jquery@3.8.0"
+NPM_PACKAGES="reveal.js@4.6.1 mathjax@2.7.9 requirejs@2.3.8 jquery@3.8.0 configurable-http-proxy@5.3.0"
 
 problem() {
     if [ -n "${CI:-}" ]; then echo "setup_system: error: $*" >&2; exit 1; fi

@@ -20,6 +20,9 @@ import pytest
 
 CHROMIUM = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = os.environ.get("COURSE_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
+# Screenshots the browser tests keep for a person, outside the course (never in build/): one
+# subfolder per test, replaced by the next run.
+SCREENSHOTS = Path(os.environ.get("COURSE_TEST_SCREENSHOTS") or Path(tempfile.gettempdir()) / "course-test-screenshots")
 # The page's own files, inline data, and Chromium's built-in pages (its new-tab page): no network.
 LOCAL = ("file://", "http://127.0.0.1", "data:", "blob:", "about:", "chrome:", "chrome-untrusted:", "chrome-error:")
 

@@ -32,6 +32,7 @@ def toy_gpu_preset(monkeypatch):
     monkeypatch.setitem(TRANSFORMER_PRESETS, "gpu", dataclasses.replace(TRANSFORMER_PRESETS["gpu"], **TOY_SIZE))
 
 
+@pytest.mark.slow  # torch.compile's first compilation: about a minute on 2 cores
 def test_gpu_recipe_trains_with_bf16_autocast_and_compile_then_reloads_and_decodes(toy_gpu_preset, tmp_path):
     hp = recipes.hparams("transformer", "gpu", n_train=400, max_tokens=800, steps=4, n_test=8, n_long=4)
     assert hp["autocast"] == "bfloat16" and hp["compile"] is True  # what the gpu profile switches on

@@ -102,8 +102,8 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copy(RELEASE, course / "notebooks" / ASSIGNMENT)
     shutil.copytree(ROOT / "solutions" / ASSIGNMENT, course / "solutions" / ASSIGNMENT)  # for the formgrader
-    screenshots = tmp_path / "screenshots"  # kept by pytest for a person (its last three runs' tmp folders)
-    screenshots.mkdir()
+    screenshots = browser.SCREENSHOTS / "jupyterlab"  # for a person: outside the course, replaced each run
+    screenshots.mkdir(parents=True, exist_ok=True)
 
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By

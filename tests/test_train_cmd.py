@@ -65,6 +65,7 @@ def test_shards_split_each_epoch_between_processes():
     assert epochs[0][1] != epochs[0][0]  # the next epoch is reshuffled
 
 
+@pytest.mark.slow  # two processes that each import torch and train
 def test_torchrun_ddp_two_cpu_processes(tmp_path):
     """torchrun -m course_lib.distributed: both ranks train on their own batches, and their weights stay equal."""
     report = tmp_path / "sync"

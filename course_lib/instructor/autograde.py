@@ -133,7 +133,7 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
         return result
     notebook = folder / assignment.release.name
     ignored = sorted(safe_text(p.name, one_line=True) for p in folder.iterdir()
-                     if p.name not in (notebook.name, "timestamp.txt"))
+                     if p.name not in (notebook.name, "timestamp.txt", "submission_secret.txt"))  # nbgrader's own
     if ignored:
         result.notes.append(f"only {notebook.name} was graded; ignored: {', '.join(ignored)}")
     try:

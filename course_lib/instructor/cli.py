@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 
 from .. import PROFILES
@@ -16,6 +17,8 @@ def _parser() -> argparse.ArgumentParser:
 
     release = steps.add_parser("release", help="regenerate notebooks/ from solutions/ with nbgrader")
     release.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    release.add_argument("--exchange", action="store_true",
+                         help="also publish them to nbgrader's exchange, for the hub's Assignments tab")
 
     check = steps.add_parser("check", help="release in sync, solutions pass, releases fail (smoke profile)")
     check.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
@@ -38,7 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     slides.add_argument("--pdf", action="store_true", help="also print each deck to PDF with headless Chromium")
     slides.add_argument("--cell-timeout", type=float, default=900, metavar="S",
                         help="seconds one cell may run when a notebook must be executed (default: 900)")
+    provenance = steps.add_parser("provenance", help="numbers in the prose of executed notebooks that no output, "
+                                                     "code or source label backs (a report for a person)")
+    provenance.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    provenance.add_argument("--executed", metavar="DIR",
+                            help="folder of executed notebooks (default: build/executed, written by `course build`)")
     _grading_steps(steps)
+    _hub_steps(steps)
     from .train_cmd import add_parser as add_train_parser
 
     add_train_parser(steps)
@@ -59,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
 
             return train_command(arguments)
         root = find_root()
-        if arguments.step in ("autograde", "grades", "feedback", "sample"):
+        if arguments.step in ("hub", "collect"):
+            return _hub(arguments, root)
+        if arguments.step in ("autograde", "grades", "feedback", "sample", "similarity"):
             return _grading(arguments, root)
         selected = assignments(root, arguments.assignments)
         if arguments.step == "release":
@@ -69,11 +80,20 @@ def main(argv: list[str] | None = None) -> int:
             for path in changed:
                 print(f"wrote {path.relative_to(root)}")
             print(f"{len(selected)} assignment(s) released, {len(changed)} file(s) changed")
+            if arguments.exchange:
+                from .exchange import release_to_exchange
+
+                for assignment in selected:
+                    release_to_exchange(assignment)
             return 0
         if arguments.step == "check":
             from .build import check
 
             return 0 if check(root, selected) else 1
+        if arguments.step == "provenance":
+            from .provenance import provenance
+
+            return provenance(root, selected, arguments.executed)
         if arguments.step == "slides":
             from .. import profile
             from .slides import slides
@@ -93,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _bench(arguments: list[str]) -> int:
-    """``course bench ARGS``: ``python -m benchmarks ARGS`` of this course (benchmarks/ is not installed)."""
+    """``course bench ARGS``: ``python -m benchmarks ARGS`` in this course's folder.
+
+    benchmarks/ belongs to the course's repository, not to the installed package, so it runs as a
+    process of its own started there rather than being imported from here.
+    """
     try:
         root = find_root()
         if not (root / "benchmarks" / "runner.py").is_file():
@@ -101,12 +125,8 @@ def _bench(arguments: list[str]) -> int:
     except CourseError as error:
         print(f"course: error: {error}", file=sys.stderr)
         return 2
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    from benchmarks.runner import main as run_benchmarks
-
     try:
-        return run_benchmarks(arguments, prog="course bench")
+        return subprocess.run([sys.executable, "-m", "benchmarks", *arguments], cwd=root).returncode
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)
         return 130
@@ -121,6 +141,9 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
     autograde.add_argument("assignment", metavar="ASSIGNMENT")
     autograde.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
     autograde.add_argument("--jobs", type=int, default=1, metavar="N", help="students graded at once (default 1)")
+    autograde.add_argument("--regrade", action="store_true",
+                           help="grade every student again; by default a rerun (say, after an interruption) keeps "
+                                "the grades of submissions unchanged since they were graded by the same tests")
     autograde.add_argument("--cell-timeout", type=float, metavar="S",
                            help="seconds per cell (default: Execute.timeout of nbgrader_config.py)")
     autograde.add_argument("--timeout", type=float, default=default.wall_s, metavar="S",
@@ -133,6 +156,25 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
     grades = steps.add_parser("grades", help="every student's status and score per assignment")
     grades.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     grades.add_argument("--csv", metavar="PATH", help="also write them to this CSV file")
+    grades.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
+                        help="csv: the table (default); canvas: Canvas's gradebook import CSV; moodle: Moodle's "
+                             "offline grading worksheet, one per assignment")
+    grades.add_argument("--out", metavar="PATH", help="canvas: the CSV file (default build/grades/canvas.csv); "
+                                                      "moodle: the folder (default build/grades/moodle)")
+    grades.add_argument("--per-exercise", action="store_true", help="canvas, moodle: one more column per exercise")
+    grades.add_argument("--roster", metavar="FILE", help="columns student_id, name, email, canvas_id, sis_user_id, "
+                                                         "sis_login_id, section, moodle_identifier (default: the "
+                                                         "course's students.csv, when there is one)")
+    grades.add_argument("--lms-file", metavar="FILE", help="a sheet exported from Canvas or Moodle to fill: "
+                                                           "its rows and columns are kept")
+
+    similarity = steps.add_parser("similarity", help="pairs of submissions whose answer cells are suspiciously "
+                                                     "alike, with an HTML report")
+    similarity.add_argument("assignment", metavar="ASSIGNMENT")
+    similarity.add_argument("--threshold", type=float, default=None, metavar="T",
+                            help="flag pairs scoring at least T, between 0 and 1 (default 0.5)")
+    similarity.add_argument("--out", metavar="FOLDER",
+                            help="report folder, relative to the course (default build/similarity/ASSIGNMENT)")
 
     sample = steps.add_parser("sample", help="autograde a sample class (each solution: full marks; each release: "
                                              "none) in a scratch copy of the course")
@@ -144,6 +186,9 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
     feedback = steps.add_parser("feedback", help="write feedback/<student>/<assignment>/<assignment>.html")
     feedback.add_argument("assignment", metavar="ASSIGNMENT")
     feedback.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+    feedback.add_argument("--release", action="store_true",
+                          help="also release the pages to nbgrader's exchange: students fetch them in the hub's "
+                               "Assignments tab")
 
 
 def _grading(arguments: argparse.Namespace, root) -> int:
@@ -153,20 +198,83 @@ def _grading(arguments: argparse.Namespace, root) -> int:
         limits = limits_for(root, cell_s=arguments.cell_timeout, wall_s=arguments.timeout,
                             memory_bytes=int(arguments.memory * 2**30))
         results = autograde(root, arguments.assignment, arguments.student, jobs=max(1, arguments.jobs),
-                            limits=limits, isolated=not arguments.unsafe_no_sandbox)
+                            limits=limits, isolated=not arguments.unsafe_no_sandbox, regrade=arguments.regrade)
         return 1 if needs_attention(results) else 0
     if arguments.step == "sample":
         from .sample import sample
 
         return 0 if sample(root, assignments(root, arguments.assignments), root / arguments.out,
                            jobs=max(1, arguments.jobs)) else 1
+    if arguments.step == "grades" and arguments.format != "csv":
+        from pathlib import Path
+
+        from .lms import export_lms
+        from .roster import ROSTER
+
+        roster = Path(arguments.roster) if arguments.roster else root / ROSTER
+        return export_lms(root, assignments(root, arguments.assignments), arguments.format,
+                          root / arguments.out if arguments.out else None, per_exercise=arguments.per_exercise,
+                          roster=roster if arguments.roster or roster.is_file() else None,
+                          lms_file=Path(arguments.lms_file) if arguments.lms_file else None)
     if arguments.step == "grades":
         from .grades import export
 
         return export(root, assignments(root, arguments.assignments), arguments.csv)
+    if arguments.step == "similarity":
+        from .similarity import DEFAULT_THRESHOLD, similarity_report
+
+        return similarity_report(root, assignments(root, [arguments.assignment])[0],
+                                 DEFAULT_THRESHOLD if arguments.threshold is None else arguments.threshold,
+                                 root / (arguments.out or f"build/similarity/{arguments.assignment}"))
     from .feedback import write_feedback
 
-    return write_feedback(root, arguments.assignment, arguments.student)
+    status = write_feedback(root, arguments.assignment, arguments.student)
+    if arguments.release:
+        from .exchange import release_feedback_to_exchange
+
+        status |= release_feedback_to_exchange(assignments(root, [arguments.assignment])[0], arguments.student)
+    return status
+
+
+def _hub_steps(steps: argparse._SubParsersAction) -> None:
+    """hub and collect: course_lib.instructor.hub, .exchange and .zip_collect."""
+    hub = steps.add_parser("hub", help="start the course's JupyterHub on 127.0.0.1 (deploy/jupyterhub_config.py; "
+                                       "as root: it creates the roster's accounts)")
+    hub.add_argument("--stop", action="store_true", help="stop it, and every user's server")
+    hub.add_argument("--port", type=int, default=8000, help="its port; it also uses the next two (default 8000)")
+    hub.add_argument("--instructor", action="append", default=[], metavar="USER",
+                     help="a Unix user who opens the course folder with the formgrader (repeatable)")
+    hub.add_argument("--python", metavar="PATH", help="the Python that runs each user's JupyterLab; it must import "
+                                                      "this course's packages and be runnable by the students "
+                                                      "(default: the one running course)")
+
+    collect = steps.add_parser("collect", help="the latest submissions from nbgrader's exchange into submitted/")
+    collect.add_argument("assignment", metavar="ASSIGNMENT")
+    collect.add_argument("--zip", metavar="FILE", help="instead, a submissions archive downloaded from Canvas or "
+                                                       "Moodle, placed by students.csv; unplaced files are listed")
+
+
+def _hub(arguments: argparse.Namespace, root) -> int:
+    if arguments.step == "hub":
+        from .hub import start_hub, stop_hub
+
+        if arguments.stop:
+            stop_hub(root)
+        else:
+            from pathlib import Path
+
+            start_hub(root, arguments.port, arguments.instructor, Path(arguments.python) if arguments.python else None)
+        return 0
+    if arguments.zip:
+        from pathlib import Path
+
+        from .zip_collect import collect_zip
+
+        return collect_zip(root, arguments.assignment, Path(arguments.zip))
+    from .exchange import collect_from_exchange
+
+    collect_from_exchange(assignments(root, [arguments.assignment])[0])
+    return 0
 
 
 if __name__ == "__main__":
