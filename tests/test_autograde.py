@@ -268,6 +268,9 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
                           "leak_inbox")}
     assert "8 / 8" in pages["honest"]
     assert "NaN" in pages["unstable_softmax"] and "_softmax_case((2, 3), 1.0, -1, 0)" in pages["unstable_softmax"]
+    # each check under its exercise's name, with the student's own answer beside its outcome
+    assert "Exercise 2 · softmax" in pages["unstable_softmax"] and "Exercise 6 · dropout" in pages["honest"]
+    assert "e = x.exp()  # overflows for large scores" in pages["unstable_softmax"]
     assert "could not be graded" in pages["invalid_json"]
     for html in pages.values():
         assert "HIDDEN" not in html and "100.0, -1, 1" not in html and "_dropout_case(0.5, 3)" not in html

@@ -1,7 +1,8 @@
 """``course feedback``: one self-contained HTML page per student and assignment.
 
-The page shows each graded check with its score and the message it failed with (course_lib.grading's
-"expected ..., got ..."), the visible part of the check's code the student already has, and notes
+The page shows each graded check under the name of its exercise ("Exercise 3 · ElmanRNNLM"), with
+its score, the message it failed with (course_lib.grading's "expected ..., got ..."), the student's
+own answer code it checked, the visible part of the check's code the student already has, and notes
 about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
 and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it opens
 offline, with nothing fetched from a CDN. Every text of a record (a student's grade_id, error
@@ -11,6 +12,7 @@ control characters; a record that cannot be read costs only its own page.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -18,7 +20,8 @@ from typing import TextIO
 from . import gradebook
 from .verdicts import FAILED, RECORD
 from .course import assignments
-from .submission import source_cells, split_test_cell
+from .notebooks import nbgrader_meta, read_notebook
+from .submission import Unreadable, answers, cell_ids, read_submission, source_cells, split_test_cell
 from .untrusted import html_text, safe_data, safe_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
@@ -29,12 +32,62 @@ pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passe
 RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
 
 
+# "### Exercise 3 · The language model (`ElmanRNNLM`)" -> number 3 and the names in backticks
+EXERCISE_HEADING = re.compile(r"^#+\s*Exercise\s+(\d+)\b[^\n]*", re.MULTILINE)
+
+
+def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each test cell's grade_id -> (the name of its exercise, the answer cells' grade_ids it checks).
+
+    The name is "Exercise N · names" from the nearest exercise heading above the test cell (N and
+    the names in backticks), else the test's position and the names its answer cells define. The
+    answer cells of a test are the solution cells since the previous test cell.
+    """
+    found: dict[str, tuple[str, list[str]]] = {}
+    heading, since = None, []
+    for cell in read_notebook(source).cells:
+        if cell.cell_type == "markdown" and (match := EXERCISE_HEADING.search(cell.source)):
+            heading = match
+            continue
+        meta = nbgrader_meta(cell)
+        if cell.cell_type != "code" or not meta:
+            continue
+        if meta.get("solution"):
+            since.append(meta["grade_id"])
+        elif meta.get("grade"):
+            found[meta["grade_id"]] = (heading, since)
+            heading, since = None, []
+    names = {c.grade_id: c.names for c in source_cells(source) if c.kind == "solution"}
+    labels = {}
+    for number, (grade_id, (heading, answered)) in enumerate(found.items(), 1):
+        defined = [name for answer in answered for name in names.get(answer, ())]
+        if heading is not None:
+            number, defined = int(heading.group(1)), re.findall(r"`([^`]+)`", heading.group(0)) or defined
+        labels[grade_id] = (f"Exercise {number} · {', '.join(defined)}" if defined else f"Exercise {number}",
+                            answered)
+    return labels
+
+
+def student_answers(root: Path, assignment, student: str) -> dict[str, str]:
+    """The student's answer cells (grade_id -> code) as the grader read them; none if unreadable."""
+    folder = root / "submitted" / student / assignment.id
+    try:
+        raw = read_submission(folder / assignment.release.name, root=folder)
+    except Unreadable:
+        return {}
+    return answers(raw, source_cells(assignment.source), cell_ids(assignment.source)).code
+
+
 def visible_part(source: str) -> str:
     return "\n".join(code for kind, code in split_test_cell(source) if kind == "visible").rstrip()
 
 
-def page(record: dict, tests: dict[str, str], score: dict | None) -> str:
-    """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source."""
+def page(record: dict, tests: dict[str, str], score: dict | None,
+         labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None) -> str:
+    """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
+    ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
+    cell's grade_id to the student's code."""
+    labels, code = labels or {}, code or {}
     e = html_text
     title = f"{record['assignment']}: feedback for {record['student']}"
     manual = (score or {}).get("manual", {})
@@ -49,17 +102,22 @@ def page(record: dict, tests: dict[str, str], score: dict | None) -> str:
         notes = "".join(f"<li>{e(n)}</li>" for n in record["notes"])
         parts.append(f"<h2>About your submission</h2><ul>{notes}</ul>")
     if record["checks"]:
-        parts.append("<h2>Checks</h2><table><tr><th>check</th><th>score</th><th>result</th></tr>")
+        parts.append("<h2>Checks</h2><table><tr><th>exercise</th><th>score</th><th>result</th></tr>")
         for check in record["checks"]:
             points = manual.get(check["grade_id"], check["score"])
             message = check["message"]
-            code = visible_part(tests.get(check["grade_id"], ""))
+            label, answered = labels.get(check["grade_id"], (check["grade_id"], []))
+            yours = "\n\n".join(code[a] for a in answered if a in code).strip()
+            visible = visible_part(tests.get(check["grade_id"], ""))
             parts.append(
-                f"<tr><td>{e(check['grade_id'])}</td><td>{points:g} / {check['points']:g}</td>"
+                f"<tr><td>{e(label)}<br><small>{e(check['grade_id'])}</small></td>"
+                f"<td>{points:g} / {check['points']:g}</td>"
                 f"<td><span class='{e(check['status'])}'>{RESULT.get(check['status'], e(check['status']))}</span>"
                 + (f"<pre>{e(message)}</pre>" if message else "")
-                + (f"<details><summary>the visible part of this check</summary><pre>{e(code)}</pre></details>"
-                   if code else "")
+                + (f"<details{' open' if check['status'] != 'passed' else ''}><summary>your answer</summary>"
+                   f"<pre>{e(yours)}</pre></details>" if yours else "")
+                + (f"<details><summary>the visible part of this check</summary><pre>{e(visible)}</pre></details>"
+                   if visible else "")
                 + "</td></tr>")
         parts.append("</table>")
     parts.append("<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
@@ -71,6 +129,7 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     assignment = assignments(root, [assignment_id])[0]
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
+    labels = exercises(assignment.source)
     scores = gradebook.scores(gradebook.db_url(root), assignment.id)
     records = sorted((root / "autograded").glob(f"*/{assignment.id}/{RECORD}"))
     written, failed = 0, []
@@ -80,7 +139,7 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
             continue
         try:
             record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
-            text = page(record, tests, scores.get(student))
+            text = page(record, tests, scores.get(student), labels, student_answers(root, assignment, student))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue
