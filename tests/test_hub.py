@@ -33,7 +33,15 @@ from .conftest import ROOT
 
 ASSIGNMENT = "01_rnn_baselines"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
-ANSWER = "def rnn_cell_step(x_t, h_prev, W_e, W_h, b): return torch.tanh(x_t @ W_e + h_prev @ W_h + b)"
+# Student A's answers, typed as a student would: a correct first exercise, and a second one whose
+# .squeeze() passes the visible check (B=2, T=5) but breaks the hidden one with a single sentence of
+# a single step, so the feedback must report a failed hidden check without showing its code.
+ANSWERS = {
+    "def rnn_cell_step": "def rnn_cell_step(x_t, h_prev, W_e, W_h, b): return torch.tanh(x_t @ W_e + h_prev @ W_h + b)",
+    "def rnn_forward": "def rnn_forward(xs, h0, W_e, W_h, b): hs = [h0]; "
+                       "[hs.append(rnn_cell_step(xs[:, t], hs[-1], W_e, W_h, b)) for t in range(xs.shape[1])]; "
+                       "return torch.stack(hs[1:], dim=1).squeeze(), hs[-1]",
+}
 SCREENSHOTS = browser.SCREENSHOTS / "hub"
 COURSE = [str(Path(sys.executable).parent / "course")]
 
@@ -185,17 +193,18 @@ def test_a_term_on_the_hub(hub, tmp_path):
         wait_for(driver, "return document.querySelector('#jp-main-dock-panel').innerText.includes('Submit')", 60)
         screenshot(driver, "1-student-a-fetched")
 
-        # Open the fetched notebook and answer the first exercise, as a student types it.
+        # Open the fetched notebook and answer the first two exercises, as a student types them.
         driver.get(f"{base}/user/{student_a}/lab/tree/{ASSIGNMENT}/{NOTEBOOK}")
         wait_for(driver, "return document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length > 3", 90)
-        # JupyterLab renders only the cells near the view: scroll down until the exercise's cell is there.
-        editor = wait_for(driver, """const found = Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell .cm-content'))
-            .find(e => e.innerText.startsWith('def rnn_cell_step'));
-            if (!found) document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollBy(0, 600);
-            return found || null;""")
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", editor)
-        editor.click()
-        ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(ANSWER).perform()
+        for stub, answer in ANSWERS.items():
+            # JupyterLab renders only the cells near the view: scroll down until the exercise's cell is there.
+            editor = wait_for(driver, """const found = Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell .cm-content'))
+                .find(e => e.innerText.startsWith(arguments[0]));
+                if (!found) document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollBy(0, 600);
+                return found || null;""", 60, stub)
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", editor)
+            editor.click()
+            ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(answer).perform()
         ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
         wait_for(driver, "return !document.querySelector('.jp-NotebookPanel-toolbar .jp-mod-dirty, "
                          ".lm-TabBar-tab.jp-mod-dirty')", 30)
@@ -206,9 +215,9 @@ def test_a_term_on_the_hub(hub, tmp_path):
                                   "return d && /failed|Success/.test(d.innerText) && d.innerText", 240)
         times["Validate"] = time.monotonic() - started
         screenshot(driver, "2-student-a-validate")
-        # The first failing cell is the next exercise's: the answered one passed its visible checks.
-        assert "The following cell failed" in dialog and "_rnn_forward_case" in dialog, dialog[:2000]
-        assert "_rnn_cell_case" not in dialog, dialog[:2000]
+        # The first failing cell is the next exercise's: the answered ones passed their visible checks.
+        assert "The following cell failed" in dialog and "_lm_case" in dialog, dialog[:2000]
+        assert "_rnn_cell_case" not in dialog and "_rnn_forward_case" not in dialog, dialog[:2000]
         driver.execute_script("document.querySelector('.jp-Dialog .jp-Dialog-button.jp-mod-accept').click()")
 
         driver.get(f"{base}/user/{student_a}/lab")
@@ -252,9 +261,12 @@ def test_a_term_on_the_hub(hub, tmp_path):
         page = driver.execute_script("return document.body.innerText")
         screenshot(driver, "5-student-a-feedback-page")
 
-    # The answered exercise passed; each other one failed with the message of its first failing check.
-    assert "c07-test-cell\t2 / 2\tpassed" in page, page[:2000]
-    assert "c10-test-forward\t0 / 2\tfailed" in page and "(rnn_forward): it raised NotImplementedError" in page
+    # Each check under its exercise's name: the first answer passed; the second failed a hidden check,
+    # whose message is shown (not its code); the unanswered ones failed with their first check's message.
+    assert "Exercise 1 · rnn_cell_step" in page and "c07-test-cell\t2 / 2\tpassed" in page, page[:2000]
+    assert "Exercise 2 · rnn_forward" in page and "c10-test-forward\t0 / 2\tfailed" in page, page[:2000]
+    assert "hidden check" in page and "(rnn_forward)" in page, page[:3000]
+    assert "(ElmanRNNLM): it raised NotImplementedError" in page, page[:3000]
     hidden_code = [line.strip() for cell in source_cells(course / "solutions" / ASSIGNMENT / NOTEBOOK)
                    if cell.kind == "test" for kind, code in split_test_cell(cell.source) if kind == "hidden"
                    for line in code.splitlines() if len(line.strip()) > 25]

@@ -1,9 +1,11 @@
 """``course slides``: decks that follow the notebooks' slide metadata, load nothing from the network,
 and work in a real browser (headless Chromium, every host but 127.0.0.1 unreachable)."""
+import base64
 import contextlib
 import fcntl
 import functools
 import http.server
+import io
 import os
 import re
 import shutil
@@ -15,20 +17,25 @@ from html.parser import HTMLParser
 import nbformat
 import pytest
 
+from course_lib.instructor import slide_layout
 from course_lib.instructor import slides as slides_module
 from course_lib.instructor.chromium import pdf_pages
 from course_lib.instructor.cli import main
 from course_lib.instructor.course import Assignment, CourseError, assignments
 from course_lib.instructor.execute import Execution
 from course_lib.instructor.notebooks import read_notebook
-from course_lib.instructor.slides import (copy_assets, executed, print_pdf, render, slide_count, slides, vendor_dir,
-                                          write_index)
+from course_lib.instructor.slide_layout import lay_out
+from course_lib.instructor.slides import (SEED_TOPICS, SEEDS, copy_assets, deck_slide_count, executed, print_pdf,
+                                          render, slide_count, slides, slides_in, topics, vendor_dir, write_index)
 
 from . import browser
 from .conftest import ROOT, ASSIGNMENTS
 from .toy_course import cell, make_toy_course, toy_notebook
 
-SCREENSHOTS = ROOT / "build" / "slides" / "screenshots"
+# Screenshots are taken into a test's temporary folder, then copied here for a person to look at.
+SCREENSHOTS = browser.SCREENSHOTS / "slides"
+SEEDS_DIR = ROOT.parent / "shared" / "seeds"
+VIEWPORT = {"width": 1280, "height": 720}
 MATHS = r"$$\mathrm{softmax}(z)_i = \frac{e^{z_i}}{\sum_j e^{z_j}}$$"
 
 
@@ -183,10 +190,153 @@ def test_index_links_every_deck_in_course_order(tmp_path):
     for name in ("02_b.slides.html", "01_a.slides.html", "02_b.pdf", "01_a.pdf"):
         (tmp_path / name).write_text("x")
     os.utime(tmp_path / "01_a.pdf", (0, 0))  # printed from an older deck: not linked
-    index = write_index(tmp_path, [("01_a", "One & only", 3), ("02_b", "Two", 5)]).read_text()
+    index = write_index(tmp_path, [("01_a", "One & only", 3, ["Sums & products"]), ("02_b", "Two", 5, [])]).read_text()
     assert index.index("01_a.slides.html") < index.index("02_b.slides.html")
     assert "One &amp; only" in index and "3 slides" in index and '<a href="02_b.pdf">' in index
     assert '<a href="01_a.pdf">' not in index and "http" not in index
+    assert "Sums &amp; products" in index and "Seed material" not in index  # no seeds known for toy ids
+
+
+def test_the_index_names_each_decks_topics_and_seeds(tmp_path):
+    decks = []
+    for assignment in ASSIGNMENTS:
+        (tmp_path / f"{assignment.id}.slides.html").write_text("x")
+        notebook = read_notebook(assignment.source)
+        decks.append((assignment.id, slides_module.title(notebook, assignment.id), 1, topics(notebook)))
+    index = write_index(tmp_path, decks).read_text()
+    for deck_id, _, _, deck_topics in decks:
+        entry = index[index.index(f'href="{deck_id}.slides.html"'):].split("</li>\n<li><a")[0]
+        assert deck_topics and all(html_escape(topic) in entry for topic in deck_topics), deck_id
+        assert "Takeaways" not in entry and "Seed material covered" in entry, deck_id
+        for seed, _ in SEED_TOPICS[deck_id]:
+            assert f"{seed} · {html_escape(SEEDS[seed])}" in entry
+
+
+def html_escape(text: str) -> str:
+    import html
+    return html.escape(text)
+
+
+def test_every_deck_has_its_seed_topics_and_they_name_real_seeds():
+    assert set(SEED_TOPICS) == {a.id for a in ASSIGNMENTS}
+    named = {seed for covered in SEED_TOPICS.values() for seed, _ in covered}
+    assert named == set(SEEDS)  # every seed is taught somewhere, and only seeds that exist are named
+    if SEEDS_DIR.is_dir():
+        assert {path.name.split("_")[0] for path in SEEDS_DIR.glob("*.txt")} == set(SEEDS)
+
+
+def test_topics_are_the_numbered_sections_without_the_takeaways():
+    notebook = _notebook_of(["-", "-", "-"])
+    notebook.cells[0].source = "# Title\n\n## 1 · Softmax, stably\n\ntext"
+    notebook.cells[1].source = "## 2 · Moving $k$ positions with `rotate`\n### Exercise 1"
+    notebook.cells[2].source = "## 3 · Takeaways"
+    assert topics(notebook) == ["Softmax, stably", "Moving k positions with rotate"]
+
+
+# ---------------------------------------------------------------- what a slide shows (slide_layout's rules)
+
+PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452000002800000019008060000")).decode()  # 640x400
+
+
+def _code(source, outputs=(), tags=(), nbgrader=None, slide="-", cell_id=None):
+    code = nbformat.v4.new_code_cell(source)
+    code.outputs = list(outputs)
+    code.metadata["slideshow"] = {"slide_type": slide}
+    if tags:
+        code.metadata["tags"] = list(tags)
+    if nbgrader:
+        code.metadata["nbgrader"] = nbgrader
+    if cell_id:
+        code.id = cell_id
+    return code
+
+
+def _figure():
+    return nbformat.v4.new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure>"})
+
+
+def _lecture(*cells):
+    notebook = nbformat.v4.new_notebook()
+    heading = nbformat.v4.new_markdown_cell("## A section")
+    heading.metadata["slideshow"] = {"slide_type": "slide"}
+    notebook.cells = [heading, *cells]
+    return notebook
+
+
+def _outside_notes(text: str) -> str:
+    return re.sub(r'<aside class="notes">.*?</aside>', "", text, flags=re.DOTALL)
+
+
+def _notes(text: str) -> str:
+    return " ".join(re.findall(r'<aside class="notes">(.*?)</aside>', text, flags=re.DOTALL))
+
+
+LONG = "\n".join(f"plumbing_step_{i} = {i}" for i in range(30))
+SOLUTION = {"solution": True, "grade": False, "grade_id": "sol", "locked": False, "schema_version": 3, "task": False}
+TEST = {"solution": False, "grade": True, "grade_id": "test", "locked": True, "points": 1, "schema_version": 3,
+        "task": False}
+
+
+def test_a_figure_shows_without_its_code_unless_tagged_show_input():
+    text = render(_lecture(_code("plot_it_now()", [_figure()]),
+                           _code("keep_this_plot()", [_figure()], tags=["show-input"])), "rules")
+    assert "plot_it_now" not in text and text.count("<img") == 2
+    assert "keep_this_plot" in _outside_notes(text)
+
+
+def test_remove_input_wins_over_everything_and_tests_never_show_their_code():
+    text = render(_lecture(_code("secret_helper()", [nbformat.v4.new_output("stream", text="shown\n")],
+                                 tags=["remove-input"]),
+                           _code("def answer():\n    return 1", nbgrader=SOLUTION, tags=["remove_input"]),
+                           _code("assert visible_test()", nbgrader=TEST)), "rules")
+    assert "shown" in text and "secret_helper" not in text and "answer" not in text and "visible_test" not in text
+
+
+def test_long_code_goes_to_the_speaker_notes_and_its_output_stays():
+    out = nbformat.v4.new_output("stream", text="the result\n")
+    text = render(_lecture(_code(LONG, [out])), "rules")
+    assert "plumbing_step_29" not in _outside_notes(text) and "plumbing_step_29" in _notes(text)
+    assert "the result" in _outside_notes(text) and "30 lines of code: in the notebook" in text
+
+
+def test_a_long_exercise_stays_on_the_slides_in_parts_without_the_solution_markers():
+    source = "\n".join(["def solve(x):", "    ### BEGIN SOLUTION"] + [f"    part_{i} = x + {i}" for i in range(40)]
+                       + ["    return x", "    ### END SOLUTION"])
+    shown = lay_out(_lecture(_code(source, nbgrader=SOLUTION, cell_id="ex")))
+    parts = [c for c in shown.cells if c.cell_type == "code"]
+    assert len(parts) >= 3 and all(len(c.source.splitlines()) <= slide_layout.EXERCISE_LINES for c in parts)
+    assert "\n".join(c.source for c in parts).split() == [w for w in source.split()
+                                                          if w not in ("###", "BEGIN", "END", "SOLUTION")]
+    assert all(slide_layout.slide_type(c) == "subslide" for c in shown.cells if "(continued)" in c.source)
+    text = render(_lecture(_code(source, nbgrader=SOLUTION, cell_id="ex")), "rules")
+    assert "part_39" in _outside_notes(text) and "BEGIN SOLUTION" not in text
+    assert slides_in(text) == slide_count(shown) >= 3
+
+
+def test_long_output_is_cut_with_a_count_of_what_is_left():
+    out = nbformat.v4.new_output("stream", text="".join(f"line {i}\n" for i in range(50)))
+    (cell,) = [c for c in lay_out(_lecture(_code("x = 1", [out]))).cells if c.cell_type == "code"]
+    text = cell.outputs[0]["text"]
+    assert "line 0\n" in text and "line 49" not in text
+    assert f"{50 - slide_layout.MAX_OUTPUT_LINES + 1} more lines in the notebook" in text
+
+
+def test_a_derivations_prose_goes_to_the_notes_and_its_formulas_stay():
+    derivation = nbformat.v4.new_markdown_cell(
+        "### Why divide by the root\n\nThe dot product of two random vectors has variance $d_k$.\n\n"
+        "$$\\operatorname{Var}(q \\cdot k) = d_k$$\n\nSo dividing by $\\sqrt{d_k}$ keeps it at one.")
+    text = render(_lecture(derivation), "rules")
+    slide, notes = _outside_notes(text), _notes(text)
+    assert "Why divide by the root" in slide and "\\operatorname{Var}" in slide
+    assert "has variance" in notes and "keeps it at one" in notes and "has variance" not in slide
+
+
+def test_a_slide_too_full_continues_on_a_sub_slide():
+    paragraphs = "\n\n".join(f"Paragraph {i} " + "words " * 60 for i in range(12))
+    shown = lay_out(_lecture(nbformat.v4.new_markdown_cell(paragraphs)))
+    assert slide_count(shown) >= 3 and sum("A section (continued)" in c.source for c in shown.cells) >= 2
+    assert " ".join(c.source for c in shown.cells).count("Paragraph") == 12  # nothing dropped
+
 
 
 # ---------------------------------------------------------------- in Chromium
@@ -244,7 +394,8 @@ const started = Date.now();
     done({{
       pages: pages.length,
       zeroSizedMaths: Array.from(document.querySelectorAll('.pdf-page .MathJax_CHTML'))
-                           .filter(m => m.offsetWidth === 0).map(m => m.id).slice(0, 5),
+                           .filter(m => m.offsetWidth === 0 && !m.closest('aside.notes'))  // notes do not print
+                           .map(m => m.id).slice(0, 5),
       overflowing: pages.filter(p => {{
         const section = p.querySelector('section');
         return section && section.getBoundingClientRect().bottom - p.getBoundingClientRect().top > p.offsetHeight + 1;
@@ -255,16 +406,18 @@ const started = Date.now();
 """
 
 
-def check_deck(driver, url: str, notebook, shots: str | None = None) -> dict:
-    """Open a deck and assert everything a lecturer relies on; screenshots to build/slides/screenshots/."""
+def check_deck(driver, url: str, notebook, shots=None) -> dict:
+    """Open a deck and assert everything a lecturer relies on; screenshots to ``<shots>-<what>.png``
+    (a path in a temporary folder: keep_screenshots copies them for a person)."""
     browser.requested_urls(driver), browser.console_errors(driver)  # forget the start-up page
     driver.get(url)
     driver.set_script_timeout(90)
     deck = driver.execute_async_script(WAIT_FOR_DECK)
     assert deck, f"{url}: reveal.js or MathJax never became ready"
     assert deck["isReady"]
-    assert deck["total"] == slide_count(notebook), deck
-    assert deck["horizontal"] == horizontal_count(notebook), deck
+    shown = lay_out(slides_module.for_slides(notebook))
+    assert deck["total"] == slide_count(shown) == deck_slide_count(notebook), deck
+    assert deck["horizontal"] == horizontal_count(shown), deck
     has_maths = any("$" in c.source for c in notebook.cells if c.cell_type == "markdown"
                     and slides_module.slide_type(c) not in ("skip",))
     if has_maths:
@@ -275,7 +428,6 @@ def check_deck(driver, url: str, notebook, shots: str | None = None) -> dict:
     assert not browser.remote_requests(driver)
     assert not browser.console_errors(driver)
     if shots:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         reveal = "require('assets/reveal.js/dist/reveal.js')"
         for name, where, show in (("first", {"h": 0, "v": 0}, None),
                                   ("maths", deck["mathsSlide"], ".MJXc-display, .MathJax_CHTML"),
@@ -289,9 +441,15 @@ def check_deck(driver, url: str, notebook, shots: str | None = None) -> dict:
                                           "?.scrollIntoView({block: 'center'})", show)
                 driver.execute_async_script("MathJax.Hub.Queue(arguments[arguments.length - 1])")
                 time.sleep(0.3)  # one frame for the layout
-                driver.save_screenshot(str(SCREENSHOTS / f"{shots}-{name}.png"))
+                driver.save_screenshot(str(shots.parent / f"{shots.name}-{name}.png"))
         assert not browser.console_errors(driver)
     return deck
+
+
+def keep_screenshots(folder) -> list:
+    """Copy a test's screenshots to browser.SCREENSHOTS/slides/ (outside the course) for a person to look at."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return [shutil.copy(shot, SCREENSHOTS / shot.name) for shot in sorted(folder.glob("*.png"))]
 
 
 def horizontal_count(notebook) -> int:
@@ -366,49 +524,131 @@ def test_course_slides_writes_a_deck_a_handout_and_the_index(toy_decks):
     assert 'href="toy.slides.html"' in index and 'href="toy.pdf"' in index and "Toy assignment" in index
     assert (out / "assets" / "reveal.js" / "dist" / "reveal.js").is_file()
     pages = pdf_pages((out / "toy.pdf").read_bytes())
-    assert pages >= 4  # a page per slide, more where a slide is taller than a page
+    assert pages >= 5  # a page per slide, more where a slide is taller than a page
     if shutil.which("pdfinfo"):  # poppler reads the same count
         info = subprocess.run(["pdfinfo", str(out / "toy.pdf")], capture_output=True, text=True).stdout
         assert int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1)) == pages
     if shutil.which("pdftotext"):  # every slide printed, the last (tallest once typeset) included
         text = subprocess.run(["pdftotext", str(out / "toy.pdf"), "-"], capture_output=True, text=True).stdout.lower()
-        assert "the softmax" in text and "twice" in text and "∂" in text, text[:500]  # headings print in capitals
+        assert "the softmax" in text and "takeaway" in text and "∂" in text, text[:500]  # headings print in capitals
 
 
 @pytest.mark.notebook
 @pytest.mark.browser
 @pytest.mark.xdist_group("browser")
 @pytest.mark.parametrize("via", ["file", "http"])
-def test_the_toy_deck_works_offline_in_chromium(toy_decks, driver, via):
+def test_the_toy_deck_works_offline_in_chromium(toy_decks, driver, via, tmp_path):
     out = toy_decks / "build" / "slides"
     notebook = read_notebook(toy_decks / "build" / "executed" / "toy" / "toy.ipynb")
     with local_server(out) as server:
         url = (out / "toy.slides.html").as_uri() if via == "file" else f"{server}/toy.slides.html"
-        deck = check_deck(driver, url, notebook, shots=f"toy-{via}" if via == "http" else None)
-    assert deck["total"] == 4 and deck["horizontal"] == 2 and deck["images"] == 1
+        deck = check_deck(driver, url, notebook, shots=tmp_path / f"toy-{via}" if via == "http" else None)
+    if via == "http":
+        assert len(keep_screenshots(tmp_path)) == 3
+    # the tall takeaway continues on a sub-slide of its own (still two horizontal slides)
+    assert deck["total"] >= 5 and deck["horizontal"] == 2 and deck["images"] == 1
     assert deck["jax"] == 4 + TALL_MATHS.count("$$") // 2
     assert (deck["mathsSlide"]["h"], deck["mathsSlide"]["v"]) == (0, 1)  # the softmax sub-slide
+
+
+# Every slide of a deck, visited in order with Reveal.next() (all fragments shown), measured against
+# reveal.js's slide box (960x700, scaled to the 1280x720 window) and the window itself; code, output
+# or Markdown wider than its box by more than a character is clipped content too (JupyterLab's
+# editor box is a few pixels narrower than its <pre> whatever the code: that is not clipping).
+FITS = """
+const done = arguments[arguments.length - 1];
+(async () => {
+  const reveal = require('assets/reveal.js/dist/reveal.js');
+  reveal.configure({transition: 'none', backgroundTransition: 'none'});
+  reveal.layout();
+  const {width, height} = reveal.getConfig();
+  const settle = () => new Promise(r => MathJax.Hub.Queue(() => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const overflowing = [], withNotes = [];
+  let visited = 0, previous = null;
+  reveal.slide(0, 0);
+  for (let slide = reveal.getCurrentSlide(); slide !== previous; slide = reveal.getCurrentSlide()) {
+    previous = slide;
+    while (reveal.nextFragment()) {}
+    await settle();
+    visited += 1;
+    const {h, v} = reveal.getIndices(slide);
+    const box = slide.getBoundingClientRect();
+    const clipped = Array.from(slide.querySelectorAll('pre, .jp-InputArea-editor, .jp-OutputArea-output, .jp-RenderedMarkdown'))
+      .filter(e => !e.closest('aside.notes') && e.scrollWidth > e.clientWidth + 16).length;
+    if (slide.scrollHeight > height + 1 || slide.scrollWidth > width + 1 || box.bottom > innerHeight + 1
+        || box.right > innerWidth + 1 || box.top < -1 || clipped) {
+      const heading = slide.querySelector('h1, h2, h3, p.course-continued');
+      overflowing.push({slide: `${h}.${v}`, scrollHeight: slide.scrollHeight, scrollWidth: slide.scrollWidth,
+                        bottom: Math.round(box.bottom), clipped, heading: heading ? heading.textContent.trim().slice(0, 60) : ''});
+    }
+    if ((reveal.getSlideNotes(slide) || '').trim()) withNotes.push(`${h}.${v}`);
+    reveal.next();
+  }
+  done({visited, total: reveal.getTotalSlides(), viewport: [innerWidth, innerHeight], slide: [width, height],
+        overflowing, withNotes, notesPlugin: reveal.hasPlugin('notes')});
+})();
+"""
+
+
+@contextlib.contextmanager
+def lecture_viewport(driver):
+    """The window a lecturer projects: 1280x720 CSS pixels (Chromium's own window stays as it was)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**VIEWPORT, "deviceScaleFactor": 1, "mobile": False})
+    try:
+        yield
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+@pytest.fixture(scope="module")
+def lecture_decks(tmp_path_factory):
+    """Every assignment's deck through `course slides` in smoke, in a scratch copy of the course.
+
+    Executing all the notebooks in smoke takes about a minute on 2 cores. Executed copies that
+    `course slides --profile smoke` left in the course's build/executed/ are reused where still
+    fresh (``executed`` decides, as for the lecturer); nothing is written into the course itself.
+    """
+    require_assets()
+    course = tmp_path_factory.mktemp("lectures")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    (course / "solutions").mkdir()
+    for assignment in ASSIGNMENTS:
+        (course / "solutions" / assignment.id).symlink_to(assignment.source.parent)
+        cached = ROOT / "build" / "executed" / assignment.id / assignment.source.name
+        if cached.is_file():
+            (course / "build" / "executed" / assignment.id).mkdir(parents=True)
+            shutil.copy2(cached, course / "build" / "executed" / assignment.id / cached.name)
+    log = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(slides_module.VENDOR_ENV, str(ROOT / "build" / "vendor"))
+        assert slides(course, assignments(course), "smoke", course / "slides", out=log), log.getvalue()
+    return course
 
 
 @pytest.mark.notebook
 @pytest.mark.browser
 @pytest.mark.xdist_group("browser")
-@pytest.mark.skipif(not ASSIGNMENTS, reason="the course has no assignment yet")
-def test_a_real_lecture_deck_in_the_smoke_profile(tmp_path_factory, driver):
-    """The first assignment executed in smoke (in a scratch copy of the course), rendered, checked."""
-    require_assets()
-    assignment = ASSIGNMENTS[0]
-    course = tmp_path_factory.mktemp("real")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    (course / "solutions").mkdir()
-    (course / "solutions" / assignment.id).symlink_to(assignment.source.parent)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(slides_module.VENDOR_ENV, str(ROOT / "build" / "vendor"))
-        assert slides(course, assignments(course, [assignment.id]), "smoke", course / "slides")
-    notebook = read_notebook(course / "build" / "executed" / assignment.id / assignment.source.name)
-    with local_server(course / "slides") as server:
-        deck = check_deck(driver, f"{server}/{assignment.id}.slides.html", notebook, shots=assignment.id)
-    assert deck["images"] >= 1 and deck["jax"] >= 1
+@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
+def test_every_slide_of_every_lecture_deck_fits_the_screen(assignment, lecture_decks, driver, tmp_path):
+    """Each deck executed in smoke: everything check_deck asks, then every slide within 1280x720 with
+    nothing to scroll, the speaker notes there, and three screenshots kept for a person."""
+    notebook = read_notebook(lecture_decks / "build" / "executed" / assignment.id / assignment.source.name)
+    with lecture_viewport(driver), local_server(lecture_decks / "slides") as server:
+        deck = check_deck(driver, f"{server}/{assignment.id}.slides.html", notebook, shots=tmp_path / assignment.id)
+        fit = driver.execute_async_script(FITS)
+        assert not browser.console_errors(driver) and not browser.remote_requests(driver)
+    shots = keep_screenshots(tmp_path)
+    assert deck["images"] >= 1 and deck["jax"] >= 1 and len(shots) == 3
+    assert fit["viewport"] == [VIEWPORT["width"], VIEWPORT["height"]] and fit["slide"] == [960, 700], fit
+    assert fit["visited"] == fit["total"] == deck["total"], fit
+    assert not fit["overflowing"], f"{assignment.id}: slides overflow 1280x720: {fit['overflowing']}"
+    # The speaker view: the notes plugin is loaded from the deck's own assets, and the slides that
+    # carry a derivation (display maths with prose) have the prose as notes.
+    assert fit["notesPlugin"]
+    assert (lecture_decks / "slides" / "assets" / "reveal.js" / "plugin" / "notes" / "notes.js").is_file()
+    derivations = [c for c in lay_out(slides_module.for_slides(notebook)).cells
+                   if slide_layout.slide_type(c) == "notes" and c.id.endswith("-notes")]
+    assert len(fit["withNotes"]) >= 1 and len(derivations) >= 1, fit["withNotes"]
 
 
 @pytest.mark.browser

@@ -5,6 +5,12 @@ typeset by MathJax 2). Every script, style sheet and font the decks load is copi
 packages that ``scripts/setup_system.sh`` installs under ``build/vendor/`` into ``<out>/assets/``,
 and the decks name them by relative paths, so a folder of slides opens from ``file://`` or any
 web server without a network. Rendering refuses to write a deck that still names a remote asset.
+
+What each slide shows (figures without their plotting code, long code in the speaker notes,
+derivations' prose in the notes, continuation sub-slides so that nothing needs scrolling) is decided
+at render time by the rules of ``slide_layout``; the notebooks themselves are not edited for slides.
+The index page lists each deck's topics (its notebook's section headings) and the seed lectures and
+notes it covers (``SEEDS`` and ``SEED_TOPICS`` below, after the course specification's section 6).
 """
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import os
 import re
 import shutil
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TextIO
 
@@ -21,6 +28,8 @@ from nbformat import NotebookNode
 
 from .course import Assignment, CourseError
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
+from .slide_layout import (CODE_NOTE_CLASS, CONTINUED_CLASS, HIDE_INPUT_TAGS, IMAGE_MAX_HEIGHT, lay_out,
+                           slide_type)
 
 VENDOR_ENV = "COURSE_SLIDES_VENDOR"  # folder holding node_modules/ (default: <course>/build/vendor)
 SETUP_HINT = "run scripts/setup_system.sh (make setup does)"
@@ -47,20 +56,25 @@ ASSETS = (
 )
 
 # nbconvert's reveal template with four changes: no mermaid import (an ES module import, which
-# browsers refuse from file://; the course draws no mermaid diagrams), figures that fit a slide, an
-# empty icon so that a browser does not ask the server for /favicon.ico, and a flag set when
-# reveal.js has laid out the print pages (PRINT_READY waits for it).
+# browsers refuse from file://; the course draws no mermaid diagrams), figures that fit a slide (the
+# height slide_layout's model assumes) and the styles of its notes, an empty icon so that a browser
+# does not ask the server for /favicon.ico, and a flag set when reveal.js has laid out the print
+# pages (PRINT_READY waits for it).
 TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block html_head_css -%}
 <link rel="icon" href="data:,">
 <script>document.addEventListener("pdf-ready", () => { window.coursePrintLaidOut = true; });</script>
 <style type="text/css">
-.reveal section img { max-height: 520px; width: auto; }
-.reveal .jp-OutputArea-output pre { max-height: 420px; overflow-y: auto; }
+.reveal section img { max-height: IMAGE_MAX_HEIGHTpx; max-width: 100%; width: auto; }
+.reveal .jp-InputArea-editor pre, .reveal .jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.reveal p.CONTINUED_CLASS { color: #777; font-style: italic; margin: 0 0 .4em; }
+.reveal p.CODE_NOTE_CLASS { color: #555; font-size: 16px; margin: .2em 0; }
+.reveal p.CODE_NOTE_CLASS::before { content: "\\2328\\00a0 "; }
 </style>
 {%- endblock html_head_css -%}
-"""
+""".replace("IMAGE_MAX_HEIGHT", str(IMAGE_MAX_HEIGHT)).replace("CONTINUED_CLASS", CONTINUED_CLASS).replace(
+    "CODE_NOTE_CLASS", CODE_NOTE_CLASS)
 
 # Loads of remote code, styles or fonts (links to papers in the prose are fine).
 REMOTE_ASSET = re.compile(
@@ -68,8 +82,57 @@ REMOTE_ASSET = re.compile(
     r"""|@import\s+url\(["']?(?:https?:)?//|\bimport\s[^;\n]*\bfrom\s*["'](?:https?:)?//""",
     re.IGNORECASE)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-# A code cell tagged so shows only its outputs on a slide (plotting helpers: the figure is the point).
-HIDE_INPUT_TAGS = ("remove-input", "remove_input")
+
+# The seed material the course is built from (../shared/seeds/, by file-name prefix) ...
+SEEDS = {
+    "000": "Paper review: Attention Is All You Need (blog post, with a minGPT experiment)",
+    "001": "Understanding squared attention (blog post)",
+    "002": "Attention and Transformers (NYU lecture deck, Mosenia and Hegde)",
+    "003": "Attention Is All You Need, with Llama 2 (reading notes, llama2.java)",
+    "004": "Lecture 13: Attention and Transformers (LT3233 Computational Linguistics, Jixing Li)",
+}
+# ... and which of it each deck covers, as the course specification's section 6 assigns the topics.
+SEED_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
+    "01_rnn_baselines": (
+        ("004", "the RNN language model equations; what recurrence buys and costs (vanishing gradients, "
+                "O(length) steps between distant words)"),
+        ("002", "the RNN's challenges; the encoder-decoder; teacher forcing"),
+    ),
+    "02_attention": (
+        ("002", "attention as retrieval: a query against a table of keys and values; the bilinear score"),
+        ("004", "attention as a soft lookup"),
+        ("003", "scaled dot-product attention; the numerically stable softmax"),
+        ("000", "additive (Bahdanau) against dot-product attention; the factorised additive score"),
+    ),
+    "03_multihead_attention": (
+        ("004", "self-attention in four steps"),
+        ("002", "masked multi-head attention with a 0/−∞ mask; the why-self-attention table"),
+        ("000", "O(n²d) against O(nd²); the parameter share of attention and feed-forward"),
+        ("001", "the quadratic cost of attention in the context length"),
+    ),
+    "04_positional_encoding": (
+        ("000", "the sinusoidal formula; the rotation Rᵏ with Rᵏ·PE(pos) = PE(pos+k); learned embeddings do "
+                "about as well"),
+        ("002", "what a positional encoding must satisfy; the binary-counter picture"),
+        ("003", "sinusoidal positions; RoPE"),
+    ),
+    "05_transformer": (
+        ("003", "encoder and decoder stacks, residual + layer norm, position-wise FFN, embeddings and softmax, "
+                "auto-regressive decoding, KV cache, sampling temperature"),
+        ("001", "the GPT parameter formula"),
+        ("002", "teacher forcing"),
+    ),
+    "06_bleu": (
+        ("002", "BLEU: modified n-gram precision with clipping (\"The The The…\"), bigram precision, the brevity "
+                "penalty and the geometric mean (the summary slide's formula corrected)"),
+    ),
+    "07_language_model": (
+        ("000", "minGPT on Shakespeare: sinusoidal against learned positions, additive against dot-product "
+                "attention, by perplexity"),
+        ("001", "the GPT parameter formula"),
+        ("003", "RMSNorm, RoPE, the KV cache, temperature and top-p, Llama-2 configurations with n_kv_heads"),
+    ),
+}
 
 
 def vendor_dir(root: Path) -> Path:
@@ -101,10 +164,6 @@ def _copy_if_changed(source, target) -> None:
     shutil.copy2(source, target)
 
 
-def slide_type(cell: NotebookNode) -> str:
-    return cell.metadata.get("slideshow", {}).get("slide_type", "-") or "-"
-
-
 def slide_count(notebook: NotebookNode) -> int:
     """How many slides reveal.js shows for a notebook (``Reveal.getTotalSlides()``).
 
@@ -117,6 +176,50 @@ def slide_count(notebook: NotebookNode) -> int:
     if first is None:
         return 0
     return 1 + sum(kind in ("slide", "subslide") for kind in types[first + 1:])
+
+
+def deck_slide_count(notebook: NotebookNode) -> int:
+    """How many slides the deck of an executed notebook has, continuation sub-slides included."""
+    return slide_count(lay_out(for_slides(notebook)))
+
+
+class _LeafSections(HTMLParser):
+    """Counts <section> elements with no <section> inside: the slides reveal.js shows."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.leaves = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "section":
+            if self.stack:
+                self.stack[-1] = True  # the parent has a child section
+            self.stack.append(False)
+
+    def handle_endtag(self, tag):
+        if tag == "section":
+            self.leaves += not self.stack.pop()
+
+
+def slides_in(deck_html: str) -> int:
+    """How many slides a rendered deck holds (its innermost <section> elements)."""
+    parser = _LeafSections()
+    parser.feed(deck_html)
+    return parser.leaves
+
+
+def topics(notebook: NotebookNode) -> list[str]:
+    """The notebook's sections: its ``## `` headings as plain text, without their numbers, takeaways left out."""
+    found = []
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("## "):
+                    topic = re.sub(r"^\d+\s*[·.:)-]\s*", "", line[3:].strip())
+                    topic = re.sub(r"\$([^$]+)\$|`([^`]+)`", lambda m: m.group(1) or m.group(2), topic)  # no MathJax there
+                    if topic and not re.match(r"(takeaways?|summary)\b", topic, re.IGNORECASE):
+                        found.append(topic)
+    return found
 
 
 def title(notebook: NotebookNode, default: str) -> str:
@@ -164,7 +267,7 @@ def render(notebook: NotebookNode, name: str) -> str:
         reveal_url_prefix="assets/reveal.js",
         reveal_theme="white",
         reveal_number="c/t",
-        reveal_scroll=True,
+        reveal_scroll=False,  # slides are laid out to fit; nbconvert's scrolling would add scroll bars
         require_js_url="assets/requirejs/require.js",
         jquery_url="assets/jquery/dist/jquery.min.js",
         mathjax_url="assets/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
@@ -175,7 +278,7 @@ def render(notebook: NotebookNode, name: str) -> str:
         exclude_output_prompt=True,
     )
     exporter.raw_template = TEMPLATE
-    shown = for_slides(notebook)
+    shown = lay_out(for_slides(notebook))
     shown.metadata.setdefault("title", title(notebook, name))  # the browser tab's "<title> slides"
     text, _ = exporter.from_notebook_node(shown, resources={"metadata": {"name": name}})
     remote = REMOTE_ASSET.search(text)
@@ -266,24 +369,37 @@ def publish(path: Path, text: str) -> Path:
     return path
 
 
-def write_index(out: Path, decks: list[tuple[str, str, int]]) -> Path:
-    """``out/index.html``: one link per deck (id, title, slide count) in course order, plus its PDF
-    where one was printed from the deck as it is now."""
+def write_index(out: Path, decks: list[tuple[str, str, int, list[str]]]) -> Path:
+    """``out/index.html``: one entry per deck (id, title, slide count, topics) in course order, with
+    its topics, the seed material it covers (``SEED_TOPICS``), and its PDF where one was printed
+    from the deck as it is now."""
     items = []
-    for deck_id, deck_title, count in decks:
+    for deck_id, deck_title, count, deck_topics in decks:
         deck, pdf = out / f"{deck_id}.slides.html", out / f"{deck_id}.pdf"
         current = pdf.is_file() and pdf.stat().st_mtime >= deck.stat().st_mtime
         handout = f' · <a href="{deck_id}.pdf">PDF</a>' if current else ""
-        items.append(f'<li><a href="{deck_id}.slides.html">{html.escape(deck_title)}</a> '
-                     f'<span class="meta">{deck_id} · {count} slides{handout}</span></li>')
+        lines = [f'<li><a href="{deck_id}.slides.html">{html.escape(deck_title)}</a> '
+                 f'<span class="meta">{deck_id} · {count} slides{handout}</span>']
+        if deck_topics:
+            lines.append(f'<div class="topics"><b>Topics:</b> {html.escape("; ".join(deck_topics))}</div>')
+        seeds = SEED_TOPICS.get(deck_id, ())
+        if seeds:
+            lines.append('<div class="seeds"><b>Seed material covered:</b><ul>')
+            lines += [f'<li><span class="seed">{seed} · {html.escape(SEEDS[seed])}</span>: {html.escape(what)}</li>'
+                      for seed, what in seeds]
+            lines.append("</ul></div>")
+        items.append("\n".join(lines) + "</li>")
     page = "\n".join([
         "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">', '<link rel="icon" href="data:,">',
         "<title>Attention &amp; Transformers, built from scratch: lecture slides</title>",
-        "<style>body{font-family:sans-serif;max-width:46em;margin:3em auto;line-height:1.5}"
-        "li{margin:.6em 0}.meta{color:#666;font-size:.9em}</style>",
+        "<style>body{font-family:sans-serif;max-width:52em;margin:3em auto;line-height:1.5}"
+        "ol>li{margin:1.2em 0}.meta{color:#666;font-size:.9em}.topics,.seeds{font-size:.92em;margin:.3em 0}"
+        ".seeds ul{margin:.2em 0}.seed{color:#444}</style>",
         "</head>", "<body>", "<h1>Attention &amp; Transformers, built from scratch</h1>",
         "<p>Lecture slides, one deck per notebook in course order. Press <kbd>S</kbd> in a deck "
-        "for the speaker view, <kbd>Esc</kbd> for an overview.</p>",
+        "for the speaker view (the notes hold the code moved off the slides and the prose of the "
+        "derivations), <kbd>Esc</kbd> for an overview. The seed material is in <code>shared/seeds/</code>, "
+        "named by its number.</p>",
         "<ol>", *items, "</ol>", "</body>", "</html>", ""])
     return publish(out / "index.html", page)
 
@@ -306,13 +422,15 @@ def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, 
             print(f"{assignment.id}: {error}", file=out)
         ok &= not errors
         deck = out_dir / f"{assignment.id}.slides.html"
-        publish(deck, render(notebook, assignment.id))
-        print(f"{assignment.id}: {slide_count(notebook)} slides -> {deck}", file=out)
+        text = render(notebook, assignment.id)
+        publish(deck, text)
+        count = slides_in(text)
+        print(f"{assignment.id}: {count} slides -> {deck}", file=out)
         if pdf:
             handout = out_dir / f"{assignment.id}.pdf"
             pages = print_pdf(deck, handout)
-            if pages < slide_count(notebook):
-                raise CourseError(f"{handout}: {pages} pages for {slide_count(notebook)} slides")
+            if pages < count:
+                raise CourseError(f"{handout}: {pages} pages for {count} slides")
             print(f"{assignment.id}: {pages} pages -> {handout}", file=out)
     # The index lists every deck in the folder whose notebook still exists, so rendering one
     # assignment keeps the links to the others.
@@ -321,6 +439,7 @@ def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, 
         source = Assignment(deck.name.removesuffix(".slides.html"), root).source
         if source.is_file():
             notebook = read_notebook(source)
-            decks.append((source.stem, title(notebook, source.stem), slide_count(notebook)))
+            decks.append((source.stem, title(notebook, source.stem), slides_in(deck.read_text(encoding="utf-8")),
+                          topics(notebook)))
     print(f"index -> {write_index(out_dir, decks)}", file=out)
     return ok
