@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -94,3 +95,14 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def wait_for(driver, script: str, timeout: float = 60, *args):
+    """Poll a JavaScript expression (``args`` as ``arguments[i]``) until it returns something truthy; return it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(script, *args)
+        if value:
+            return value
+        time.sleep(0.25)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for: {script}")

@@ -29,6 +29,7 @@ from course_lib.instructor.hub import reachable_by_others
 from course_lib.instructor.submission import source_cells, split_test_cell
 
 from . import browser
+from .browser import wait_for
 from .conftest import ROOT
 
 ASSIGNMENT = "01_rnn_baselines"
@@ -85,16 +86,6 @@ def course_command(course: Path, *arguments: str, timeout: float = 300) -> str:
                           env=dict(os.environ, COURSE_PROFILE="smoke"))
     assert done.returncode in (0, 1), f"course {' '.join(arguments)}: {done.stderr[-3000:]}"
     return done.stdout
-
-
-def wait_for(driver, script: str, timeout: float = 60, *args):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script, *args)
-        if value:
-            return value
-        time.sleep(0.3)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for: {script}")
 
 
 # A plain button, or a toolbar's jp-button web component (nbgrader's Validate).

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from . import browser
+from .browser import wait_for
 from .conftest import ROOT
 
 ASSIGNMENT = "01_rnn_baselines"
@@ -66,17 +67,6 @@ def jupyter_lab(course: Path, home: Path):
             server.kill()
             server.wait()
         log.close()
-
-
-def wait_for(driver, script: str, timeout: float = 90, *args):
-    """Poll a JavaScript expression until it returns something truthy; return it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = driver.execute_script(script, *args)
-        if value:
-            return value
-        time.sleep(0.25)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for: {script}")
 
 
 KERNEL_IDLE = ("const s = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');"
@@ -127,8 +117,8 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
 
         browser.requested_urls(driver), browser.console_errors(driver)  # forget the start-up page
         driver.get(f"{base}/lab/tree/notebooks/{ASSIGNMENT}/{RELEASE.name}?token={token}")
-        wait_for(driver, "return document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length > 3")
-        wait_for(driver, KERNEL_IDLE)
+        wait_for(driver, "return document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length > 3", 90)
+        wait_for(driver, KERNEL_IDLE, 90)
         title = driver.execute_script("return document.querySelector('.jp-NotebookPanel .jp-MarkdownOutput h1').innerText")
         assert title.startswith("01")
 

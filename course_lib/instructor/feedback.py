@@ -68,14 +68,15 @@ def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
     return labels
 
 
-def student_answers(root: Path, assignment, student: str) -> dict[str, str]:
-    """The student's answer cells (grade_id -> code) as the grader read them; none if unreadable."""
+def student_answers(root: Path, assignment, student: str, cells: list, ids: dict[str, str]) -> dict[str, str]:
+    """The student's answer cells (grade_id -> code) as the grader read them, given the source's
+    ``cells`` and cell ``ids``; none if the submission cannot be read."""
     folder = root / "submitted" / student / assignment.id
     try:
         raw = read_submission(folder / assignment.release.name, root=folder)
     except Unreadable:
         return {}
-    return answers(raw, source_cells(assignment.source), cell_ids(assignment.source)).code
+    return answers(raw, cells, ids).code
 
 
 def visible_part(source: str) -> str:
@@ -129,7 +130,7 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     assignment = assignments(root, [assignment_id])[0]
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
-    labels = exercises(assignment.source)
+    labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     scores = gradebook.scores(gradebook.db_url(root), assignment.id)
     records = sorted((root / "autograded").glob(f"*/{assignment.id}/{RECORD}"))
     written, failed = 0, []
@@ -139,7 +140,7 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
             continue
         try:
             record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
-            text = page(record, tests, scores.get(student), labels, student_answers(root, assignment, student))
+            text = page(record, tests, scores.get(student), labels, student_answers(root, assignment, student, cells, ids))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue
