@@ -32,15 +32,17 @@ pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passe
 RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
 
 
-# "### Exercise 3 · The language model (`ElmanRNNLM`)" -> number 3 and the names in backticks
-EXERCISE_HEADING = re.compile(r"^#+\s*Exercise\s+(\d+)\b[^\n]*", re.MULTILINE)
+# "### Exercise 3 · The language model (`ElmanRNNLM`)" -> "Exercise", 3 and the names in backticks; the
+# checks of understanding are headed "### Question 1 · ... (`crossover_length`)"
+EXERCISE_HEADING = re.compile(r"^#+\s*(Exercise|Question)\s+(\d+)\b[^\n]*", re.MULTILINE)
 
 
 def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
     """Each test cell's grade_id -> (the name of its exercise, the answer cells' grade_ids it checks).
 
-    The name is "Exercise N · names" from the nearest exercise heading above the test cell (N and
-    the names in backticks), else the test's position and the names its answer cells define. The
+    The name is "Exercise N · names" (or "Question N · names") from the nearest exercise heading
+    above the test cell (N and the names in backticks), else "Exercise" with the test's position and
+    the names its answer cells define. The
     answer cells of a test are the solution cells since the previous test cell.
     """
     found: dict[str, tuple[str, list[str]]] = {}
@@ -61,10 +63,11 @@ def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
     labels = {}
     for number, (grade_id, (heading, answered)) in enumerate(found.items(), 1):
         defined = [name for answer in answered for name in names.get(answer, ())]
+        kind = "Exercise"
         if heading is not None:
-            number, defined = int(heading.group(1)), re.findall(r"`([^`]+)`", heading.group(0)) or defined
-        labels[grade_id] = (f"Exercise {number} · {', '.join(defined)}" if defined else f"Exercise {number}",
-                            answered)
+            kind, number = heading.group(1), int(heading.group(2))
+            defined = re.findall(r"`([^`]+)`", heading.group(0)) or defined
+        labels[grade_id] = (f"{kind} {number} · {', '.join(defined)}" if defined else f"{kind} {number}", answered)
     return labels
 
 

@@ -179,4 +179,40 @@ def greedy_decode(model, src, max_len, bos_id=BOS_ID):
             t += 1
     return ys[:, :t]
 '''),
+    # ------------------------------------------------------------------ elman_lm_parameter_count
+    Alternative("elman_lm_parameter_count", "shapes listed as in named_parameters, math.prod", '''
+def elman_lm_parameter_count(vocab_size, d_emb, d_hidden):
+    shapes = {
+        "embedding.weight": (vocab_size, d_emb),
+        "rnn.weight_ih_l0": (d_hidden, d_emb), "rnn.weight_hh_l0": (d_hidden, d_hidden),
+        "rnn.bias_ih_l0": (d_hidden,), "rnn.bias_hh_l0": (d_hidden,),
+        "out.weight": (vocab_size, d_hidden), "out.bias": (vocab_size,),
+    }
+    return sum(math.prod(shape) for shape in shapes.values())
+'''),
+    Alternative("elman_lm_parameter_count", "factored by vocabulary and state, numpy integers", '''
+def elman_lm_parameter_count(vocab_size, d_emb, d_hidden):
+    per_token = np.int64(d_emb + d_hidden + 1)          # a row of E, a column of U and one bias of b_2
+    per_unit = np.int64(d_emb + d_hidden + 2)           # a column of W_e and of W_h, and two biases
+    return int(vocab_size * per_token + d_hidden * per_unit)
+'''),
+    # ------------------------------------------------------------------ vanishing_distance
+    Alternative("vanishing_distance", "running product, extra keyword for a starting distance", '''
+def vanishing_distance(sigma, threshold, start=1):
+    k, bound = start, sigma ** start
+    while not bound < threshold:
+        bound *= sigma
+        k += 1
+    return k
+'''),
+    Alternative("vanishing_distance", "numpy logarithms, int() of the quotient plus one", '''
+def vanishing_distance(sigma, threshold):
+    ratio = np.log(threshold) / np.log(sigma)   # sigma**k < threshold  <=>  k > ratio
+    return max(1, int(ratio) + 1)
+'''),
+    Alternative("vanishing_distance", "math.log with a base, ceil and an equality fix", '''
+def vanishing_distance(sigma, threshold):
+    k = max(1, math.ceil(math.log(threshold, sigma)))
+    return k + 1 if sigma ** k >= threshold else k
+'''),
 ]

@@ -201,4 +201,26 @@ class Seq2SeqAttentionRNN(nn.Module):
         logits, _ = self.decode(tgt_in, self.encode(src, src_lengths))
         return logits
 '''),
+    # ------------------------------------------------------------------ dot_product_score_std
+    Alternative("dot_product_score_std", "standard deviations multiplied directly, one expression", '''
+def dot_product_score_std(d_k, q_std=1.0, k_std=1.0, scaled=True):
+    return q_std * k_std * (1.0 if scaled else math.sqrt(d_k))
+'''),
+    Alternative("dot_product_score_std", "numpy, the sum of d_k equal variances, extra keyword", '''
+def dot_product_score_std(d_k, q_std=1.0, k_std=1.0, scaled=True, eps=0.0):
+    variances = np.full(d_k, np.float64(q_std) ** 2 * np.float64(k_std) ** 2)   # Var[q_i k_i]
+    total = variances.sum() / (d_k if scaled else 1)
+    return float(np.sqrt(total + eps))
+'''),
+    # ------------------------------------------------------------------ score_tensor_floats
+    Alternative("score_tensor_floats", "shape per kind from a dict, math.prod", '''
+def score_tensor_floats(batch, t_query, t_key, d_attn, kind):
+    shapes = {"dot": (batch, t_query, t_key), "additive": (batch, t_query, t_key, d_attn)}
+    return math.prod(shapes[kind])
+'''),
+    Alternative("score_tensor_floats", "a meta tensor counts its elements without memory", '''
+def score_tensor_floats(batch, t_query, t_key, d_attn, kind):
+    extra = (d_attn,) if kind == "additive" else ()
+    return torch.empty(batch, t_query, t_key, *extra, device="meta").numel()
+'''),
 ]

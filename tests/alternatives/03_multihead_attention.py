@@ -162,4 +162,56 @@ def block_param_counts(d_model, d_ff):
     parts["total"] = parts["norms"] + parts["ffn"] + parts["attention"]
     return parts
 '''),
+    # ------------------------------------------------------------------ visible_positions
+    Alternative("visible_positions", "row i of the combined masks, nonzero", '''
+def visible_positions(tokens, i, pad_id=PAD_ID):
+    row = causal_mask(len(tokens))[i] & padding_mask(tokens[None], pad_id=pad_id)[0, 0, 0]
+    return row.nonzero().flatten().tolist()
+'''),
+    Alternative("visible_positions", "loop over enumerate with break, numpy ints", '''
+def visible_positions(tokens, i, pad_id=PAD_ID):
+    seen = []
+    for j, token in enumerate(tokens.numpy()):
+        if j > i:
+            break
+        if token != pad_id:
+            seen.append(np.int64(j))
+    return seen
+'''),
+    # ------------------------------------------------------------------ crossover_length
+    Alternative("crossover_length", "closed form from 8Td² + 4T²d = 4Td·d_ff", '''
+def crossover_length(d_model, d_ff):
+    return max(1, d_ff - 2 * d_model)   # attention >= FFN  <=>  T >= d_ff - 2 d_model
+'''),
+    Alternative("crossover_length", "bisection on the counts of Exercise 5", '''
+def crossover_length(d_model, d_ff):
+    reaches = lambda T: attention_flops(T, d_model) >= ffn_flops(T, d_model, d_ff)
+    low, high = 1, 1
+    while not reaches(high):
+        high *= 2
+    while low < high:                 # the first T where attention reaches the FFN lies in [low, high]
+        middle = (low + high) // 2
+        if reaches(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+'''),
+    # ------------------------------------------------------------------ max_path_length
+    Alternative("max_path_length", "integer arithmetic, a dict of the three kinds", '''
+def max_path_length(kind, n, kernel=3):
+    half = kernel // 2
+    return {"self-attention": 1, "recurrent": n, "convolution": 1 if n == 1 else (n - 2) // half + 1}[kind]
+'''),
+    Alternative("max_path_length", "stacking convolutions until the reach covers the sequence", '''
+def max_path_length(kind, n, kernel=3):
+    if kind == "recurrent":
+        return n
+    if kind == "self-attention":
+        return 1
+    layers, reach = 1, kernel // 2            # the last input position one layer's outputs can see from position 0
+    while reach < n - 1:
+        layers, reach = layers + 1, reach + kernel // 2
+    return layers
+'''),
 ]

@@ -84,4 +84,48 @@ class LearnedPositionalEmbedding(nn.Module):
             positions = offset + torch.arange(x.size(1), device=x.device)
         return x + self.rows(positions)
 '''),
+
+    # ------------------------------------------------------------------ sinusoid_wavelength (question 1)
+    Alternative("sinusoid_wavelength", "2π divided by the frequency, through exp and log", '''
+def sinusoid_wavelength(i, d_model, base=10000.0):
+    omega = math.exp(-math.log(base) * 2 * i / d_model)
+    return math.tau / omega
+'''),
+    Alternative("sinusoid_wavelength", "numpy, the exponent as the column index over d", '''
+def sinusoid_wavelength(i: int, d_model: int, base: float = 10000.0) -> float:
+    column = 2 * i
+    return float(2 * np.pi * np.power(float(base), column / d_model))
+'''),
+    # ------------------------------------------------------------------ pairs_that_cycle (question 2)
+    Alternative("pairs_that_cycle", "closed form: the largest i with base^(2i/d) <= max_len / 2π, checked", '''
+def pairs_that_cycle(max_len, d_model, base=10000.0):
+    pairs = d_model // 2
+    ratio = max_len / (2 * math.pi)
+    if ratio < 1:
+        return 0
+    if base <= 1:
+        return pairs
+    count = min(pairs, math.floor(math.log(ratio) / math.log(base) * d_model / 2) + 1)
+    # guard the rounding of the logarithms against the formula itself
+    while count > 0 and 2 * math.pi * base ** (2 * (count - 1) / d_model) > max_len:
+        count -= 1
+    while count < pairs and 2 * math.pi * base ** (2 * count / d_model) <= max_len:
+        count += 1
+    return count
+'''),
+    Alternative("pairs_that_cycle", "torch tensor of wavelengths, counted and converted to int", '''
+def pairs_that_cycle(max_len, d_model, base=10000.0):
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    wavelengths = 2 * math.pi * torch.pow(torch.tensor(base, dtype=torch.float64), two_i / d_model)
+    return int((wavelengths <= max_len).sum())
+'''),
+    Alternative("pairs_that_cycle", "stops at the first slow pair, calls sinusoid_wavelength", '''
+def pairs_that_cycle(max_len, d_model, base=10000.0):
+    count = 0
+    for i in range(d_model // 2):
+        if sinusoid_wavelength(i, d_model, base) > max_len:
+            break                      # the wavelengths grow with i: every later pair is slower
+        count += 1
+    return count
+'''),
 ]

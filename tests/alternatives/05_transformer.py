@@ -299,4 +299,50 @@ def greedy_decode(model, src, max_len, bos_id=BOS_ID):
             t += 1
         return ys[:, 1 : t + 1].clone()
 '''),
+
+    # ------------------------------------------------------------------ ffn_share (question 1)
+    Alternative("ffn_share", "counts of the modules' parts as Linear and LayerNorm sizes", '''
+def ffn_share(d_model, d_ff, layer):
+    def linear(a, b):
+        return a * b + b
+    def layer_norm(d):
+        return 2 * d
+    attention = 4 * linear(d_model, d_model)
+    ffn = linear(d_model, d_ff) + linear(d_ff, d_model)
+    n_attention, n_norms = (1, 2) if layer == "encoder" else (2, 3)
+    return ffn / (n_attention * attention + ffn + n_norms * layer_norm(d_model))
+'''),
+    Alternative("ffn_share", "one minus the share of the rest, with a lookup table", '''
+def ffn_share(d_model: int, d_ff: int, layer: str = "encoder") -> float:
+    sublayers = {"encoder": (1, 2), "decoder": (2, 3)}
+    attentions, norms = sublayers[layer]
+    d = float(d_model)
+    ffn = d * (2 * d_ff + 1) + d_ff
+    rest = attentions * 4 * d * (d + 1) + norms * 2 * d
+    return 1.0 - rest / (rest + ffn)
+'''),
+    # ------------------------------------------------------------------ noam_peak (question 2)
+    Alternative("noam_peak", "the closed form (d_model · warmup)^-1/2", '''
+def noam_peak(d_model, warmup):
+    return int(warmup), 1.0 / math.sqrt(d_model * warmup)
+'''),
+    Alternative("noam_peak", "tries the steps around the warm-up with noam_lr", '''
+def noam_peak(d_model, warmup):
+    best = max(range(1, 2 * warmup + 2), key=lambda step: noam_lr(step, d_model, warmup))
+    return best, float(noam_lr(best, d_model, warmup))
+'''),
+    # ------------------------------------------------------------------ positions_processed (question 3)
+    Alternative("positions_processed", "a loop over the steps", '''
+def positions_processed(length, use_cache):
+    total = 0
+    prefix = 1                     # <bos>
+    for _ in range(length):
+        total += 1 if use_cache else prefix
+        prefix += 1
+    return total
+'''),
+    Alternative("positions_processed", "sum of a range, keyword default", '''
+def positions_processed(length: int, use_cache: bool = True) -> int:
+    return length if use_cache else sum(range(1, length + 1))
+'''),
 ]

@@ -131,4 +131,34 @@ def sentence_bleu(hypothesis, references, max_n=4):
     lengths = sorted({len(x) for x in rs}, key=lambda length: (abs(length - len(h)), length))
     return float(100 * brevity_penalty(len(h), lengths[0]) * np.exp(np.log(p).mean()))
 '''),
+
+    # ------------------------------------------------------------------ repeated_word_precision (question 1)
+    Alternative("repeated_word_precision", "the clipping rule by hand, with list.count", '''
+def repeated_word_precision(word, k, references):
+    most = max(reference.count(word) for reference in references)
+    return min(k, most) / k
+'''),
+    Alternative("repeated_word_precision", "Counters of the references and min(1, ratio)", '''
+def repeated_word_precision(word: str, k: int, references: list) -> float:
+    largest = 0
+    for reference in references:
+        largest = max(largest, Counter(reference)[word])
+    return min(1.0, largest / k)
+'''),
+    # ------------------------------------------------------------------ best_possible_bleu (question 2)
+    Alternative("best_possible_bleu", "the penalty written out, percent at the end", '''
+def best_possible_bleu(c, r):
+    if c < 4:
+        return 0.0
+    penalty = 1.0 if c >= r else math.exp(1 - r / c)
+    return penalty * 100.0
+'''),
+    Alternative("best_possible_bleu", "geometric mean of four perfect precisions times brevity_penalty", '''
+def best_possible_bleu(c, r, max_n=4):
+    totals = [c - n + 1 for n in range(1, max_n + 1)]
+    if min(totals) <= 0:
+        return 0.0
+    log_mean = sum(math.log(t / t) for t in totals) / max_n
+    return 100 * brevity_penalty(c, r) * math.exp(log_mean)
+'''),
 ]

@@ -178,7 +178,45 @@ _GREEDY_BUGS = [
     Bug("greedy_decode", "one step short", variant(_GREEDY, "range(max_len)", "range(max_len - 1)")),
 ]
 
-TEMPLATES = {"rnn_cell_step": _CELL, "rnn_forward": _FORWARD, "ElmanRNNLM": _LM, "perplexity": _PPL,
-             "Seq2SeqRNN": _S2S, "greedy_decode": _GREEDY}
+# ----------------------------------------------------------------------------- elman_lm_parameter_count
+_COUNT = '''
+def elman_lm_parameter_count(vocab_size, d_emb, d_hidden):
+    embedding = vocab_size * d_emb
+    rnn = d_emb * d_hidden + d_hidden * d_hidden + 2 * d_hidden
+    out = d_hidden * vocab_size + vocab_size
+    return embedding + rnn + out
+'''
+_COUNT_BUGS = [
+    Bug("elman_lm_parameter_count", "one RNN bias vector, not nn.RNN's two", variant(_COUNT, "+ 2 * d_hidden", "+ d_hidden")),
+    Bug("elman_lm_parameter_count", "output layer's bias forgotten",
+        variant(_COUNT, "out = d_hidden * vocab_size + vocab_size", "out = d_hidden * vocab_size")),
+    Bug("elman_lm_parameter_count", "W_h counted as d_emb x d_hidden",
+        variant(_COUNT, "+ d_hidden * d_hidden +", "+ d_emb * d_hidden +")),
+    Bug("elman_lm_parameter_count", "embedding tied to the output layer (not counted)",
+        variant(_COUNT, "return embedding + rnn + out", "return rnn + out")),
+    Bug("elman_lm_parameter_count", "RNN biases forgotten", variant(_COUNT, " + 2 * d_hidden\n", "\n")),
+]
 
-BUGS = _CELL_BUGS + _FORWARD_BUGS + _LM_BUGS + _PPL_BUGS + _S2S_BUGS + _GREEDY_BUGS
+# ----------------------------------------------------------------------------- vanishing_distance
+_VANISH = '''
+def vanishing_distance(sigma, threshold):
+    return math.floor(math.log(threshold) / math.log(sigma)) + 1
+'''
+_VANISH_BUGS = [
+    Bug("vanishing_distance", "ceil: stops where sigma**k equals the threshold (<= instead of <)",
+        variant(_VANISH, "math.floor(math.log(threshold) / math.log(sigma)) + 1",
+                "math.ceil(math.log(threshold) / math.log(sigma))")),
+    Bug("vanishing_distance", "floor without the + 1: the last distance not yet below",
+        variant(_VANISH, "math.log(sigma)) + 1", "math.log(sigma))")),
+    Bug("vanishing_distance", "logarithms swapped (log base threshold of sigma)",
+        variant(_VANISH, "math.log(threshold) / math.log(sigma)", "math.log(sigma) / math.log(threshold)")),
+    Bug("vanishing_distance", "log10 of the threshold over the natural log of sigma",
+        variant(_VANISH, "math.log(threshold) /", "math.log10(threshold) /")),
+]
+
+TEMPLATES = {"rnn_cell_step": _CELL, "rnn_forward": _FORWARD, "ElmanRNNLM": _LM, "perplexity": _PPL,
+             "Seq2SeqRNN": _S2S, "greedy_decode": _GREEDY, "elman_lm_parameter_count": _COUNT,
+             "vanishing_distance": _VANISH}
+
+BUGS = (_CELL_BUGS + _FORWARD_BUGS + _LM_BUGS + _PPL_BUGS + _S2S_BUGS + _GREEDY_BUGS + _COUNT_BUGS
+        + _VANISH_BUGS)

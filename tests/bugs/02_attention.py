@@ -212,7 +212,46 @@ _MODEL_BUGS = [
         variant(_MODEL, "state._replace(hidden=s)", "state._replace(hidden=state.hidden)")),
 ]
 
-TEMPLATES = {"softmax": _SOFTMAX, "masked_softmax": _MASKED, "attention_lookup": _LOOKUP,
-             "scaled_dot_product_attention": _SDPA, "AdditiveAttention": _ADDITIVE, "Seq2SeqAttentionRNN": _MODEL}
+# ----------------------------------------------------------------------------- dot_product_score_std
+_STD = '''
+def dot_product_score_std(d_k, q_std=1.0, k_std=1.0, scaled=True):
+    variance = d_k * q_std**2 * k_std**2
+    if scaled:
+        variance = variance / d_k
+    return math.sqrt(variance)
+'''
+_STD_BUGS = [
+    Bug("dot_product_score_std", "returns the variance, not the standard deviation",
+        variant(_STD, "return math.sqrt(variance)", "return variance")),
+    Bug("dot_product_score_std", "divides the variance by sqrt(d_k), as if it were a standard deviation",
+        variant(_STD, "variance / d_k", "variance / math.sqrt(d_k)")),
+    Bug("dot_product_score_std", "standard deviations not squared in the variance",
+        variant(_STD, "q_std**2 * k_std**2", "q_std * k_std")),
+    Bug("dot_product_score_std", "the components' standard deviations ignored",
+        variant(_STD, "d_k * q_std**2 * k_std**2", "d_k")),
+    Bug("dot_product_score_std", "scaled and unscaled swapped", variant(_STD, "if scaled:", "if not scaled:")),
+]
 
-BUGS = _SOFTMAX_BUGS + _MASKED_BUGS + _LOOKUP_BUGS + _SDPA_BUGS + _ADDITIVE_BUGS + _MODEL_BUGS
+# ----------------------------------------------------------------------------- score_tensor_floats
+_FLOATS = '''
+def score_tensor_floats(batch, t_query, t_key, d_attn, kind):
+    pairs = batch * t_query * t_key
+    if kind == "additive":
+        return pairs * d_attn
+    return pairs
+'''
+_FLOATS_BUGS = [
+    Bug("score_tensor_floats", "batch forgotten", variant(_FLOATS, "batch * t_query * t_key", "t_query * t_key")),
+    Bug("score_tensor_floats", "additive without the d_attn factor", variant(_FLOATS, "return pairs * d_attn", "return pairs")),
+    Bug("score_tensor_floats", "t_query squared (self-attention assumed)",
+        variant(_FLOATS, "batch * t_query * t_key", "batch * t_query * t_query")),
+    Bug("score_tensor_floats", "d_attn counted for the dot product too",
+        variant(_FLOATS, "    return pairs\n", "    return pairs * d_attn\n")),
+]
+
+TEMPLATES = {"softmax": _SOFTMAX, "masked_softmax": _MASKED, "attention_lookup": _LOOKUP,
+             "scaled_dot_product_attention": _SDPA, "AdditiveAttention": _ADDITIVE, "Seq2SeqAttentionRNN": _MODEL,
+             "dot_product_score_std": _STD, "score_tensor_floats": _FLOATS}
+
+BUGS = (_SOFTMAX_BUGS + _MASKED_BUGS + _LOOKUP_BUGS + _SDPA_BUGS + _ADDITIVE_BUGS + _MODEL_BUGS + _STD_BUGS
+        + _FLOATS_BUGS)

@@ -157,9 +157,66 @@ _PARAMS_BUGS = [
         variant(_PARAMS, "sum(counts.values())", 'counts["attention"] + counts["ffn"]')),
 ]
 
+# ----------------------------------------------------------------------------- visible_positions
+_VISIBLE = '''
+def visible_positions(tokens, i, pad_id=PAD_ID):
+    return [j for j in range(i + 1) if tokens[j] != pad_id]
+'''
+_VISIBLE_BUGS = [
+    Bug("visible_positions", "strict causal rule: the query does not see itself",
+        variant(_VISIBLE, "range(i + 1)", "range(i)")),
+    Bug("visible_positions", "sees one position into the future",
+        variant(_VISIBLE, "range(i + 1)", "range(min(i + 2, len(tokens)))")),
+    Bug("visible_positions", "padding ignored", variant(_VISIBLE, " if tokens[j] != pad_id]", "]")),
+    Bug("visible_positions", "a padded query sees nothing",
+        variant(_VISIBLE, "return [j", "return [] if tokens[i] == pad_id else [j")),
+    Bug("visible_positions", "compares with PAD_ID, not the pad_id given",
+        variant(_VISIBLE, "tokens[j] != pad_id", "tokens[j] != PAD_ID")),
+]
+
+# ----------------------------------------------------------------------------- crossover_length
+_CROSSOVER = '''
+def crossover_length(d_model, d_ff):
+    T = 1
+    while attention_flops(T, d_model) < ffn_flops(T, d_model, d_ff):
+        T += 1
+    return T
+'''
+_CROSSOVER_BUGS = [
+    Bug("crossover_length", "> instead of >=: the first T where attention is strictly larger",
+        variant(_CROSSOVER, "attention_flops(T, d_model) < ffn_flops", "attention_flops(T, d_model) <= ffn_flops")),
+    Bug("crossover_length", "returns the last T where the FFN is larger", variant(_CROSSOVER, "return T", "return T - 1")),
+    Bug("crossover_length", "d_model in place of d_ff", variant(_CROSSOVER, "ffn_flops(T, d_model, d_ff)", "ffn_flops(T, d_model, d_model)")),
+    Bug("crossover_length", "search starts at T = 0, where both counts are 0", variant(_CROSSOVER, "T = 1", "T = 0")),
+]
+
+# ----------------------------------------------------------------------------- max_path_length
+_PATH = '''
+def max_path_length(kind, n, kernel=3):
+    if kind == "self-attention":
+        return 1
+    if kind == "recurrent":
+        return n
+    return max(1, math.ceil((n - 1) / (kernel // 2)))
+'''
+_PATH_BUGS = [
+    Bug("max_path_length", "recurrent: n - 1, the edge into the first state forgotten",
+        variant(_PATH, "return n\n", "return n - 1\n")),
+    Bug("max_path_length", "self-attention: 0", variant(_PATH, "return 1\n", "return 0\n")),
+    Bug("max_path_length", "convolution: floor division instead of the ceiling",
+        variant(_PATH, "math.ceil((n - 1) / (kernel // 2))", "(n - 1) // (kernel // 2)")),
+    Bug("max_path_length", "convolution: n / kernel layers, rounded up",
+        variant(_PATH, "math.ceil((n - 1) / (kernel // 2))", "math.ceil(n / kernel)")),
+    Bug("max_path_length", "convolution: no layer at all for n = 1",
+        variant(_PATH, "max(1, math.ceil((n - 1) / (kernel // 2)))", "math.ceil((n - 1) / (kernel // 2))")),
+    Bug("max_path_length", "convolution: reach of kernel - 1 per layer",
+        variant(_PATH, "(kernel // 2)", "(kernel - 1)")),
+]
+
 TEMPLATES = {"causal_mask": _CAUSAL, "padding_mask": _PADDING, "split_heads": _SPLIT, "merge_heads": _MERGE,
              "MultiHeadAttention": _MHA, "attention_flops": _ATTENTION_FLOPS, "ffn_flops": _FFN_FLOPS,
-             "block_param_counts": _PARAMS}
+             "block_param_counts": _PARAMS, "visible_positions": _VISIBLE, "crossover_length": _CROSSOVER,
+             "max_path_length": _PATH}
 
 BUGS = (_CAUSAL_BUGS + _PADDING_BUGS + _SPLIT_BUGS + _MERGE_BUGS + _MHA_BUGS + _ATTENTION_FLOPS_BUGS + _FFN_FLOPS_BUGS
-        + _PARAMS_BUGS)
+        + _PARAMS_BUGS + _VISIBLE_BUGS + _CROSSOVER_BUGS + _PATH_BUGS)

@@ -110,7 +110,42 @@ _LEARNED_BUGS = [
         variant(_LEARNED, "return x + self.embedding(positions)", "return self.embedding(positions).expand_as(x)")),
 ]
 
-TEMPLATES = {"sinusoidal_positional_encoding": _PE, "relative_rotation": _ROT, "apply_rope": _ROPE,
-             "LearnedPositionalEmbedding": _LEARNED}
+# ----------------------------------------------------------------------------- sinusoid_wavelength (question 1)
+_WAVE = '''
+def sinusoid_wavelength(i, d_model, base=10000.0):
+    return 2 * math.pi * base ** (2 * i / d_model)
+'''
+_WAVE_BUGS = [
+    Bug("sinusoid_wavelength", "forgets the 2π: base^(2i/d) is 1/ω, not a wavelength",
+        variant(_WAVE, "2 * math.pi * base", "base")),
+    Bug("sinusoid_wavelength", "exponent i/d instead of 2i/d (pair index used as the column index)",
+        variant(_WAVE, "(2 * i / d_model)", "(i / d_model)")),
+    Bug("sinusoid_wavelength", "exponent inverted: 2π·ω_i instead of 2π/ω_i", variant(_WAVE, "(2 * i / d_model)", "(-2 * i / d_model)")),
+    Bug("sinusoid_wavelength", "half a turn: π instead of 2π", variant(_WAVE, "2 * math.pi * base", "math.pi * base")),
+]
 
-BUGS = _PE_BUGS + _ROT_BUGS + _ROPE_BUGS + _LEARNED_BUGS
+# ----------------------------------------------------------------------------- pairs_that_cycle (question 2)
+_CYCLE = '''
+def pairs_that_cycle(max_len, d_model, base=10000.0):
+    count = 0
+    for i in range(d_model // 2):
+        if 2 * math.pi * base ** (2 * i / d_model) <= max_len:
+            count += 1
+    return count
+'''
+_CYCLE_BUGS = [
+    Bug("pairs_that_cycle", "counts columns, not pairs", variant(_CYCLE, "count += 1", "count += 2")),
+    Bug("pairs_that_cycle", "compares with the last position max_len - 1 instead of the length",
+        variant(_CYCLE, "<= max_len", "<= max_len - 1")),
+    Bug("pairs_that_cycle", "one pair too many in the range (i up to d_model/2)",
+        variant(_CYCLE, "range(d_model // 2)", "range(d_model // 2 + 1)")),
+    Bug("pairs_that_cycle", "pair 0 left out of the range", variant(_CYCLE, "range(d_model // 2)", "range(1, d_model // 2)")),
+    Bug("pairs_that_cycle", "counts the slow pairs instead", variant(_CYCLE, "<= max_len", "> max_len")),
+    Bug("pairs_that_cycle", "wavelength with exponent i/d", variant(_CYCLE, "(2 * i / d_model)", "(i / d_model)")),
+]
+
+TEMPLATES = {"sinusoidal_positional_encoding": _PE, "relative_rotation": _ROT, "apply_rope": _ROPE,
+             "LearnedPositionalEmbedding": _LEARNED,
+             "sinusoid_wavelength": _WAVE, "pairs_that_cycle": _CYCLE}
+
+BUGS = _PE_BUGS + _ROT_BUGS + _ROPE_BUGS + _LEARNED_BUGS + _WAVE_BUGS + _CYCLE_BUGS

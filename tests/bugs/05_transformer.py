@@ -260,8 +260,60 @@ _GREEDY_BUGS = [
     Bug("greedy_decode", "stops when the first row finishes", variant(_GREEDY, "if finished.all():", "if finished.any():")),
 ]
 
+# ----------------------------------------------------------------------------------------------- ffn_share (question 1)
+_SHARE = '''
+def ffn_share(d_model, d_ff, layer):
+    d = d_model
+    attention = 4 * d * d + 4 * d
+    ffn = 2 * d * d_ff + d_ff + d
+    norm = 2 * d
+    if layer == "encoder":
+        total = attention + ffn + 2 * norm
+    else:
+        total = 2 * attention + ffn + 3 * norm
+    return ffn / total
+'''
+_SHARE_BUGS = [
+    Bug("ffn_share", "decoder without its cross-attention",
+        variant(_SHARE, "total = 2 * attention + ffn + 3 * norm", "total = attention + ffn + 3 * norm")),
+    Bug("ffn_share", "LayerNorms left out", variant(_SHARE, "norm = 2 * d", "norm = 0")),
+    Bug("ffn_share", "FFN biases left out", variant(_SHARE, "ffn = 2 * d * d_ff + d_ff + d", "ffn = 2 * d * d_ff")),
+    Bug("ffn_share", "FFN counted as one d_model x d_ff matrix", variant(_SHARE, "ffn = 2 * d * d_ff + d_ff + d", "ffn = d * d_ff + d_ff + d")),
+    Bug("ffn_share", "attention biases left out", variant(_SHARE, "attention = 4 * d * d + 4 * d", "attention = 4 * d * d")),
+    Bug("ffn_share", "a LayerNorm of the layer counted as d parameters (gamma only)", variant(_SHARE, "norm = 2 * d", "norm = d")),
+]
+
+# ----------------------------------------------------------------------------------------------- noam_peak (question 2)
+_PEAK = '''
+def noam_peak(d_model, warmup):
+    step = warmup
+    return step, d_model ** -0.5 * warmup ** -0.5
+'''
+_PEAK_BUGS = [
+    Bug("noam_peak", "peak one step after the warm-up", variant(_PEAK, "step = warmup", "step = warmup + 1")),
+    Bug("noam_peak", "peak at step 0", variant(_PEAK, "step = warmup", "step = 0")),
+    Bug("noam_peak", "rate without the d_model^-0.5 factor", variant(_PEAK, "d_model ** -0.5 * warmup ** -0.5", "warmup ** -0.5")),
+    Bug("noam_peak", "rate from warmup^-1.5 without the step", variant(_PEAK, "warmup ** -0.5", "warmup ** -1.5")),
+]
+
+# ----------------------------------------------------------------------------------------------- positions_processed (question 3)
+_POSITIONS = '''
+def positions_processed(length, use_cache):
+    if use_cache:
+        return length
+    return length * (length + 1) // 2
+'''
+_POSITIONS_BUGS = [
+    Bug("positions_processed", "length squared without the cache", variant(_POSITIONS, "length * (length + 1) // 2", "length * length")),
+    Bug("positions_processed", "the prefix without <bos>: length(length - 1)/2",
+        variant(_POSITIONS, "length * (length + 1) // 2", "length * (length - 1) // 2")),
+    Bug("positions_processed", "use_cache ignored: always re-runs the prefix", variant(_POSITIONS, "if use_cache:", "if False:")),
+    Bug("positions_processed", "with the cache <bos> counted on top", variant(_POSITIONS, "return length\n", "return length + 1\n")),
+]
+
 TEMPLATES = {"PositionwiseFeedForward": _FFN, "EncoderLayer": _ENC, "DecoderLayer": _DEC, "Transformer": _MODEL,
              "transformer_param_count": _COUNT, "label_smoothed_cross_entropy": _LS, "noam_lr": _NOAM,
-             "greedy_decode": _GREEDY}
+             "greedy_decode": _GREEDY,
+             "ffn_share": _SHARE, "noam_peak": _PEAK, "positions_processed": _POSITIONS}
 
-BUGS = _FFN_BUGS + _ENC_BUGS + _DEC_BUGS + _MODEL_BUGS + _COUNT_BUGS + _LS_BUGS + _NOAM_BUGS + _GREEDY_BUGS
+BUGS = _FFN_BUGS + _ENC_BUGS + _DEC_BUGS + _MODEL_BUGS + _COUNT_BUGS + _LS_BUGS + _NOAM_BUGS + _GREEDY_BUGS + _SHARE_BUGS + _PEAK_BUGS + _POSITIONS_BUGS

@@ -164,7 +164,41 @@ _SENTENCE_BUGS = [
         variant(_SENTENCE, _CLOSEST, "min(len(ref) for ref in ref_tokens)")),
 ]
 
-TEMPLATES = {"ngrams": _NGRAMS, "modified_precision": _PRECISION, "brevity_penalty": _BP, "corpus_bleu": _CORPUS,
-             "sentence_bleu": _SENTENCE}
+# ----------------------------------------------------------------------------- repeated_word_precision (question 1)
+_REPEAT = '''
+def repeated_word_precision(word, k, references):
+    most = max(reference.count(word) for reference in references)
+    return min(k, most) / k
+'''
+_REPEAT_BUGS = [
+    Bug("repeated_word_precision", "sum over the references instead of the max",
+        variant(_REPEAT, "max(reference.count(word) for", "sum(reference.count(word) for")),
+    Bug("repeated_word_precision", "no clipping: every repeat counts once the word is in a reference",
+        variant(_REPEAT, "min(k, most) / k", "(k if most else 0) / k")),
+    Bug("repeated_word_precision", "divides by the first reference's length", variant(_REPEAT, "/ k\n", "/ len(references[0])\n")),
+    Bug("repeated_word_precision", "only the first reference",
+        variant(_REPEAT, "max(reference.count(word) for reference in references)", "references[0].count(word)")),
+]
 
-BUGS = _NGRAMS_BUGS + _PRECISION_BUGS + _BP_BUGS + _CORPUS_BUGS + _SENTENCE_BUGS
+# ----------------------------------------------------------------------------- best_possible_bleu (question 2)
+_BEST = '''
+def best_possible_bleu(c, r):
+    if c < 4:
+        return 0.0
+    bp = 1.0 if c >= r else math.exp(1 - r / c)
+    return 100 * bp
+'''
+_BEST_BUGS = [
+    Bug("best_possible_bleu", "forgets the scale of 100", variant(_BEST, "return 100 * bp", "return bp")),
+    Bug("best_possible_bleu", "penalises long outputs too", variant(_BEST, "1.0 if c >= r else math.exp(1 - r / c)",
+                                                                    "math.exp(1 - max(c, r) / max(min(c, r), 1))")),
+    Bug("best_possible_bleu", "inverted ratio in the penalty: exp(1 - c/r)", variant(_BEST, "math.exp(1 - r / c)", "math.exp(1 - c / r)")),
+    Bug("best_possible_bleu", "only an empty output scores 0", variant(_BEST, "if c < 4:", "if c == 0:")),
+    Bug("best_possible_bleu", "a 4-token output scores 0 too", variant(_BEST, "if c < 4:", "if c <= 4:")),
+]
+
+TEMPLATES = {"ngrams": _NGRAMS, "modified_precision": _PRECISION, "brevity_penalty": _BP, "corpus_bleu": _CORPUS,
+             "sentence_bleu": _SENTENCE,
+             "repeated_word_precision": _REPEAT, "best_possible_bleu": _BEST}
+
+BUGS = _NGRAMS_BUGS + _PRECISION_BUGS + _BP_BUGS + _CORPUS_BUGS + _SENTENCE_BUGS + _REPEAT_BUGS + _BEST_BUGS
