@@ -7,7 +7,12 @@ Per assignment, one batch in a scratch course (the course's own gradebook is nev
   exercise with its i-th alternative): full marks, nothing flagged;
 - one bug in a function others build on (tests/test_cascade.py's first case): exactly that
   function's cells score nothing, every other cell full marks (one bug costs one exercise);
-- the first catalogued bug of every graded name at once (tests/bugs): nothing.
+- every catalogued bug (tests/bugs), in rounds (round i gives every graded name its i-th bug, the
+  last one again when it has fewer): every graded name loses the points of its own exercise's
+  check. The bug catalogue proves each bug fails the notebook's own checks; this proves the
+  grader's comparison outside the sandbox is as strict. It was not, before: RMSNorm's weight
+  initialised to zeros, a load_from_torch that copies the wrong blocks, a KV cache never appended
+  to and a training step that keeps stale gradients all earned full marks.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import nbformat
 import pytest
 
 from course_lib.instructor.autograde import GRADED, autograde
+from course_lib.instructor.feedback import exercises
 from course_lib.instructor.sample import scratch_course, submit
 from course_lib.instructor.submission import source_cells
 
@@ -55,7 +61,8 @@ def _with(definitions: dict[str, str], names: dict[str, tuple[str, ...]], base: 
 
 
 def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
-    """student -> (notebook, what it must get: "full", "zero" or a set of grade_ids that must fail)."""
+    """student -> (notebook, what it must get: "full", "zero", a set of grade_ids that must fail, or
+    graded name -> its exercise's checks, of which each name must fail at least one)."""
     names, solution = _answers(assignment)
     by_name: dict[str, list[str]] = {}
     for alternative in alternatives(assignment.id):
@@ -70,11 +77,14 @@ def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
         target, description, own = CASCADES[assignment.id][0]
         bug = next(b for b in bugs(assignment.id) if b.target == target and b.description == description)
         students["cascade"] = (_notebook(assignment, _with({target: bug.code}, names, solution)), own)
-    first_bugs: dict[str, str] = {}
+    bugs_of: dict[str, list[str]] = {}
     for bug in bugs(assignment.id):
-        first_bugs.setdefault(bug.target, bug.code)
-    if first_bugs:
-        students["bugs"] = (_notebook(assignment, _with(first_bugs, names, solution)), "zero")
+        bugs_of.setdefault(bug.target, []).append(bug.code)
+    checks_of = {name: {test for test, (_, answered) in exercises(assignment.source).items()
+                        if any(name in names[a] for a in answered)} for name in bugs_of}
+    for i in range(max((len(codes) for codes in bugs_of.values()), default=0)):
+        chosen = {name: codes[min(i, len(codes) - 1)] for name, codes in bugs_of.items()}
+        students[f"bugs-{i + 1}"] = (_notebook(assignment, _with(chosen, names, solution)), checks_of)
     return students
 
 
@@ -102,6 +112,8 @@ def test_grades_of_a_class(assignment, tmp_path):
                                                   if c.grade_id in failing)
         elif must == "zero" and any(scores.values()):
             problem = f"earned points: {[g for g, s in scores.items() if s]}"
+        elif isinstance(must, dict) and (passed := [n for n, own in must.items() if not own & failing]):
+            problem = f"the bugs of {passed} lost none of the points of their exercises {[must[n] for n in passed]}"
         elif isinstance(must, set) and failing != must:
             problem = f"expected exactly {sorted(must)} to fail, got {sorted(failing)}: " + "; ".join(
                 f"{c.grade_id}: {c.message[:200]}" for c in result.checks if c.grade_id in failing ^ must)

@@ -72,9 +72,10 @@ def plain(value: Any, depth: int = 0) -> Any:
 
 
 def mutable(value: Any, depth: int = 0) -> Any:
-    """What a call may have changed in its arguments: tensors (changed in place, or not) and the
-    public numbers of objects (a stand-in model's count of decode calls). A module's train/eval mode
-    and everything else are the answer's own business, so they are left out."""
+    """What a call may have changed in its arguments: tensors (changed in place, or not), the
+    public numbers of objects (a stand-in model's count of decode calls) and the public tensors of
+    objects that are not modules (a KV cache's keys and values, None until the first append). A
+    module's train/eval mode and everything else are the answer's own business, so they are left out."""
     if isinstance(value, torch.Tensor):
         return {"tensor": value.detach().cpu().clone()}
     if depth < 4 and (isinstance(value, nn.Module) or hasattr(value, "__dict__")) and not isinstance(value, type):
@@ -82,6 +83,10 @@ def mutable(value: Any, depth: int = 0) -> Any:
                   and type(v) in (int, float, bool)}
         if isinstance(value, nn.Module):  # a training step changes the parameters it is given
             counts.update({f"parameter {k}": {"tensor": p.detach().cpu().clone()} for k, p in value.named_parameters()})
+        else:
+            counts.update({k: None if v is None else {"tensor": v.detach().cpu().clone()}
+                           for k, v in vars(value).items()
+                           if not k.startswith("_") and (v is None or isinstance(v, torch.Tensor))})
         return {"object": type(value).__qualname__, "attrs": counts}
     if depth < 4 and isinstance(value, (list, tuple)):
         return {"seq": [mutable(v, depth + 1) for v in list(value)[:MAX_ITEMS]], "len": len(value)}
@@ -113,7 +118,9 @@ def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_T
     value is compared as the test did: with what it expected, at its tolerance. The rest of the
     result is compared with the solution's, within twice ``tolerance`` (the tightest the cell
     applies; both answers may err by it); types are compared exactly (a 0-d tensor is not a float);
-    a mapping may hold extra keys; a module's parameters are compared by shape, not by name;
+    a mapping may hold extra keys; a module's parameters are compared by shape, not by name, except
+    those the test checked as built (``initial``: RMSNorm's weight starts at ones) and those a
+    method of the solution changed (``self_after``: ``load_from_torch`` copies weights in);
     gradients, where recorded, within ``GRADIENT_SLACK`` times the tolerance. Where the solution
     raised, any exception of the student's code matches (the checks accept any error), except those
     that mean the answer is not written or calls what it must not (``NOT_AN_ANSWER``).
@@ -131,9 +138,15 @@ def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_T
         return str(got["error"]) if got.get("by_grader") else f"it raised {error_class(got)}"
     atol, rtol = tolerance
     checked = {tuple(c["path"]): c for c in expected.get("checks", [])}
+    initial = got.get("initial") if isinstance(got.get("initial"), dict) else {}
     found = (_compare(expected.get("return"), got.get("return"), "return value", atol * 2, rtol * 2,
                       checked=checked)
-             or _compare(expected.get("args_after"), got.get("args_after"), "arguments after the call", atol, rtol))
+             or _compare(expected.get("args_after"), got.get("args_after"), "arguments after the call", atol, rtol)
+             or _first(_compare_as_check(c["expected"], initial.get(c["path"][1]), f"{c['path'][1]} as built",
+                                         c["atol"], c["rtol"])
+                       for c in expected.get("checks", []) if c["path"][:1] == ["initial"])
+             or (_compare(expected["self_after"], got.get("self_after"), "the module's parameters after the call",
+                          atol * 2, rtol * 2) if "self_after" in expected else None))
     if found or "gradients" not in expected:
         return found
     slack = GRADIENT_SLACK

@@ -36,6 +36,8 @@ from torch import nn
 
 from .plain import DEFAULT_TOLERANCE, describe_error, mutable, plain
 
+INITIAL = "initial"  # a test's checks of a module's parameters as built: (INITIAL, name) in a probe's checks
+SELF_AFTER = "self_after"  # a method's module parameters after the call (named as the solution's), when it sets them
 PERTURBED_SEED = 987_654_321  # replayed a second time from this state, a call that uses randomness shows it
 SAMPLE_SEEDS = tuple(range(1_000, 1_008))  # the random states a random answer is replayed from
 # ---------------------------------------------------------------- record (instructor's run) ----
@@ -111,6 +113,11 @@ class Recorder:
             matched = False
             for index in self.unchecked:
                 path = path_to(self.live.get(index), got)
+                if path is None and isinstance(self.live.get(index), nn.Module):  # a built module's parameter
+                    name = named_tensor(self.live[index], got)
+                    if name is not None:
+                        path = (INITIAL, name)
+                        self.calls[index].setdefault(INITIAL, []).append(name)
                 if path is not None:
                     self.results[index].setdefault("checks", []).append(
                         {"path": list(path), "expected": plain(expected), "atol": atol, "rtol": rtol})
@@ -171,7 +178,8 @@ class Recorder:
         own = args[1:] if kind != "call" else args
         try:
             blob = pickle.dumps({"args": own, "kwargs": kwargs, "rng": rng_state(), "grad": torch.is_grad_enabled(),
-                                 "state": module_state(args[0]) if kind == "method" else None}, protocol=4)
+                                 "state": module_state(args[0]) if kind == "method" else None,
+                                 "stale_grads": stale_gradients(own)}, protocol=4)
         except Exception as error:  # lambdas, generators, tensors in a graph ...
             blob, meta["unreplayable"] = None, f"its arguments cannot be saved ({type(error).__name__})"
         if self.checked:
@@ -180,6 +188,8 @@ class Recorder:
         self.calls.append(meta)
         self.blobs.append(blob)
         self.results.append({})
+        before = {k: p.detach().clone() for k, p in args[0].named_parameters()} \
+            if kind == "method" and isinstance(args[0], nn.Module) else {}
         self.depth += 1
         try:
             result = function(*args, **kwargs)
@@ -193,8 +203,11 @@ class Recorder:
             weakref.finalize(args[0], self.instances.pop, id(args[0]), None)
         self.results[index] = {"return": plain(args[0] if kind == "new" else result),
                                "args_after": mutable([list(own), kwargs])}
-        if kind != "new":
-            self.live[index] = result
+        after = dict(args[0].named_parameters()) if before else {}
+        if any(k not in after or not torch.equal(v, after[k].detach()) for k, v in before.items()):
+            meta[SELF_AFTER] = True  # a method that sets the module's weights (load_from_torch): they are compared
+            self.results[index][SELF_AFTER] = plain(after)
+        self.live[index] = args[0] if kind == "new" else result
         return result
 
     def save(self, folder: Path) -> None:
@@ -227,6 +240,34 @@ def path_to(container: Any, target: Any, depth: int = 0) -> tuple | None:
             if found is not None:
                 return (key, *found)
     return None
+
+
+def stale_gradients(args: tuple) -> dict[int, dict[str, torch.Tensor]]:
+    """The ``.grad`` of the parameters of each module among ``args`` (pickling a module drops them,
+    and a training step must zero what an earlier step left)."""
+    return {i: {name: p.grad.detach().clone() for name, p in arg.named_parameters() if p.grad is not None}
+            for i, arg in enumerate(args) if isinstance(arg, nn.Module)}
+
+
+def restore_gradients(args: tuple, grads: dict[int, dict[str, torch.Tensor]]) -> None:
+    for i, named in grads.items():
+        parameters = dict(args[i].named_parameters())
+        for name, grad in named.items():
+            parameters[name].grad = grad
+
+
+def named_tensor(module: nn.Module, target: Any) -> str | None:
+    """The name of ``target`` (the very tensor) among ``module``'s parameters and buffers, if it is one."""
+    for name, tensor in (*module.named_parameters(), *module.named_buffers()):
+        if tensor is target:
+            return name
+    return None
+
+
+def initial_values(module: Any, names: list[str]) -> dict[str, Any]:
+    """The named parameters and buffers of a module just built, in plain form (None where missing)."""
+    found = dict((*module.named_buffers(), *module.named_parameters())) if isinstance(module, nn.Module) else {}
+    return {name: plain(found[name]) if name in found else None for name in names}
 
 
 def reference_name(obj: Any) -> str | None:
@@ -288,6 +329,7 @@ def replay(index: int, calls: list[dict], folder: Path, captured: dict, namespac
     if target is None:
         return {"error": f"NameError: {meta['target']} is not defined"}
     snapshot = _load(folder / f"{index}.pkl", captured, namespace)
+    restore_gradients(snapshot["args"], snapshot.get("stale_grads", {}))
     references = {name: resolve_object(dotted, resolve) for name, dotted in meta.get("binds", {}).items()} \
         if bind_references else {}
     try:
@@ -311,6 +353,10 @@ def replay(index: int, calls: list[dict], folder: Path, captured: dict, namespac
                 np.random.seed(reseed)
             result = function(*args, **snapshot["kwargs"])
             record = {"return": plain(result), "args_after": mutable([list(snapshot["args"]), snapshot["kwargs"]])}
+            if meta.get(INITIAL):  # the test checked these of the module as built (weights at initialisation)
+                record[INITIAL] = initial_values(result, meta[INITIAL])
+            if meta.get(SELF_AFTER):  # the solution's method changed its module's parameters: compare them
+                record[SELF_AFTER] = plain(parameters)
             if meta.get("gradients"):
                 record["gradients"] = gradients(result, (snapshot["args"], snapshot["kwargs"]), parameters)
     except BaseException as error:  # SystemExit and KeyboardInterrupt too: the answer is wrong, the grader goes on
