@@ -4,14 +4,16 @@ Per assignment, once (cached under ``build/autograde/``): the solution runs in t
 graded test cells' calls are recorded as probes (:mod:`.probes`), then replayed on the solution to
 keep only the probes that reproduce exactly and do not depend on the random state (:mod:`.reference`).
 
-Per student, each in a fresh sandbox (:mod:`.sandbox`), several at a time with ``--jobs``: the
+Per student, each in a sandbox of its own (:mod:`.sandbox`), several at a time with ``--jobs``: the
 source notebook's cells run with the student's answer code but without any test cell, on a
 course_lib whose references of this assignment are stubbed out (:mod:`.redacted`), then the probes
-replay on the student's definitions. Credit is decided here, outside the student's reach: a test
+replay on the student's definitions. Each run is forked from the slot's zygote (:mod:`.zygote`),
+which imported torch once for the batch, instead of a new Python importing it again. Credit is decided here, outside the student's reach: a test
 cell scores its points when the student's answers on every one of its probes match the solution's
 (:func:`.plain.compare`, at the cell's own tolerance). One bug costs one exercise: a cell that fails
 while an exercise it builds on failed too is re-run in a sandbox of its own in which those
-exercises are course_lib's references, as the test cell binds them in the notebook. A cell the
+exercises are course_lib's references, as the test cell binds them in the notebook (not when the
+answer that failed is the released stub: a stub fails whatever it builds on). A cell the
 grader cannot re-check, or an answer that uses what its exercise forbids, goes to a person.
 """
 from __future__ import annotations
@@ -158,7 +160,8 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
         result.status, result.reasons = FAILED, result.reasons + [run.failure]
         return _with_log(result, run, workdir)
     outcomes = dict(replayed)
-    for number, group in enumerate(cascade_groups(context, outcomes), 1):
+    mismatches = {k: _mismatch(context, k, got) for k, got in outcomes.items()}  # compared once per result
+    for number, group in enumerate(cascade_groups(context, mismatches, found), 1):
         rerun, again = _run(context, found, workdir / f"cascade-{number}", slot,
                             [k for c in group for k in context.probes_of(c)], bind=True)
         if rerun.failure:  # the cells keep their first verdict, which a person should check
@@ -166,8 +169,9 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
                                   f"exercises they build on corrected: {rerun.failure}")
         else:
             outcomes.update(again)
+            mismatches.update({k: _mismatch(context, k, got) for k, got in again.items()})
     result.seconds = time.monotonic() - started
-    result.checks = _verdicts(context, outcomes, findings)
+    result.checks = _verdicts(context, outcomes, mismatches, findings)
     graded_notebook(assignment.source, found, context.stubs, result.checks, workdir / assignment.release.name)
     if run.wall:
         result.reasons.append(f"the whole notebook exceeded its {context.limits.wall_s:g} s time limit")
@@ -192,7 +196,7 @@ def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: lis
                                                     "probes.json": context.reference.folder / "probes.json"},
                    context.limits, slot, related=context.related(len(cells), replay),
                    course_lib=redacted_for(context.assignment, context.cells, context.reference.calls, keep)
-                   if keep else context.course_lib)
+                   if keep else context.course_lib, warm=True)
     records = {}
     for i, k in enumerate(replay):
         event = run.steps.get(len(cells) + i, {})
@@ -202,22 +206,25 @@ def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: lis
     return run, records
 
 
-def cascade_groups(context: Context, outcomes: dict[int, dict]) -> list[list[Cell]]:
+def cascade_groups(context: Context, mismatches: dict[int, str | None], found: Answers) -> list[list[Cell]]:
     """Test cells to grade again with their dependencies bound to the references: those that failed
-    while a graded name their test binds failed its own test. A group never binds a name that one of
-    its own cells checks, so its sandbox never holds the reference of what it grades."""
+    while a graded name their test binds failed its own test, unless what failed is an answer the
+    student left as released (a stub fails whatever it builds on). A group never binds a name that
+    one of its own cells checks, so its sandbox never holds the reference of what it grades."""
     calls = context.reference.calls
+    unanswered = {name for name, grade_id in context.solution_of().items()
+                  if found.code.get(grade_id, "").strip() in ("", context.stubs.get(grade_id, "").strip())}
     failed_names = set()
     failed_cells = []
     for cell in (c for c in context.cells if c.kind == "test"):
-        bad = [k for k in context.probes_of(cell) if _mismatch(context, k, outcomes.get(k))]
+        bad = [k for k in context.probes_of(cell) if mismatches[k]]
         if bad:
             failed_cells.append((cell, bad))
             failed_names |= {calls[k]["target"] for k in bad}
     groups: list[tuple[list[Cell], set[str], set[str]]] = []  # cells, names they check, names they bind
     for cell, bad in failed_cells:
         binds = {name for k in context.probes_of(cell) for name in calls[k].get("binds", {})}
-        if not binds & failed_names:
+        if not binds & failed_names or {calls[k]["target"] for k in bad} <= unanswered:
             continue
         checks = {calls[k]["target"] for k in context.probes_of(cell)}
         for members, checked, bound in groups:
@@ -275,7 +282,8 @@ def _lint(context: Context, found: Answers) -> list[Finding]:
             for f in lint(grade_id, code, forbidden.get(grade_id, set()), protected)]
 
 
-def _verdicts(context: Context, outcomes: dict[int, dict], findings: list[Finding]) -> list[Check]:
+def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int, str | None],
+              findings: list[Finding]) -> list[Check]:
     """Each test cell's score, from the grader's own comparison of the student's answers on its probes."""
     owner = context.solution_of()
     reference_use = {f.cell for f in findings if f.kind == "reference"}
@@ -290,7 +298,7 @@ def _verdicts(context: Context, outcomes: dict[int, dict], findings: list[Findin
             continue
         failure = None
         for number, k in enumerate(probes, 1):
-            mismatch = _mismatch(context, k, outcomes.get(k))
+            mismatch = mismatches[k]
             if mismatch:
                 failure = _message(calls[k], number, len(probes), mismatch, outcomes.get(k))
                 break
@@ -348,7 +356,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
                                 {c.grade_id: c.points for c in cells if c.kind == "test"},
                                 [c.grade_id for c in cells if c.kind == "solution"])
     results = []
-    with tempfile.TemporaryDirectory(prefix=f"course-autograde-{assignment.id}-") as work:
+    with tempfile.TemporaryDirectory(prefix=f"course-autograde-{assignment.id}-") as work, sandbox:
         reference = build_reference(assignment, cells, sandbox, limits, files)
         if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
             in_gradebook = set(gradebook.scores(url, assignment.id))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import functools
 import io
 import keyword
 import tokenize
@@ -22,7 +23,8 @@ THRESHOLD = 0.97  # share of matching tokens from which an answer counts as the 
 MIN_TOKENS = 40  # shorter definitions look alike whoever writes them
 
 
-def shape(code: str) -> list[str]:
+@functools.lru_cache(maxsize=1024)  # the references' shapes are the same for every student
+def shape(code: str) -> tuple[str, ...]:
     """``code`` as tokens with every name of the code's own (variables, functions, arguments) as
     ``ID``: attribute names, keywords and builtins stay, strings become ``S``, comments go."""
     tokens, previous = [], ""
@@ -40,8 +42,8 @@ def shape(code: str) -> list[str]:
                 tokens.append(token.string)
             previous = token.string
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        return []
-    return tokens
+        return ()
+    return tuple(tokens)
 
 
 def definitions(code: str) -> dict[str, str]:
@@ -75,7 +77,10 @@ def pasted_references(answers: dict[str, str], references: dict[str, str]) -> li
             if len(shape(mine)) < MIN_TOKENS:
                 continue
             for dotted, theirs in theirs_all.items():  # under any name: a pasted reference may be renamed
-                ratio = similarity(mine, theirs)
+                matcher = difflib.SequenceMatcher(None, shape(mine), shape(theirs), autojunk=False)
+                if matcher.real_quick_ratio() < THRESHOLD or matcher.quick_ratio() < THRESHOLD:
+                    continue  # upper bounds of ratio(), far cheaper: most pairs stop here
+                ratio = matcher.ratio()
                 if ratio >= THRESHOLD:
                     flagged.append(f"{grade_id}: {name} matches {dotted} at {ratio:.0%} of its tokens "
                                    "(names of variables aside): was the reference pasted? A person should compare them")

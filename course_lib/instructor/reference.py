@@ -13,7 +13,7 @@ import hashlib
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,12 +31,16 @@ class Reference:
     folder: Path  # probes/<k>.pkl (inputs), probes/<k>.expected.pt (results), probes.json, usable.json
     calls: list[dict]
     usable: dict[int, str]  # probe -> "" when the grader replays it, else why it cannot
+    loaded: dict[int, dict] = field(default_factory=dict, repr=False)  # expected results read so far
 
     def replayed(self) -> list[int]:
         return [k for k, why in self.usable.items() if not why]
 
     def expected(self, k: int) -> dict:
-        return torch.load(self.folder / "probes" / f"{k}.expected.pt", weights_only=True)
+        """The solution's result of probe ``k``, read once per batch (every student is compared with it)."""
+        if k not in self.loaded:
+            self.loaded[k] = torch.load(self.folder / "probes" / f"{k}.expected.pt", weights_only=True)
+        return self.loaded[k]
 
 
 def _key(cells: list[Cell]) -> str:

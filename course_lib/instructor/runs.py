@@ -120,9 +120,10 @@ def read_events(path: Path) -> list[dict]:
 
 def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
              slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
-             course_lib: Path | None = None) -> Run:
+             course_lib: Path | None = None, warm: bool = False) -> Run:
     """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder), with
-    ``course_lib`` (a redacted copy) in place of the installed package when given.
+    ``course_lib`` (a redacted copy) in place of the installed package when given; ``warm``: in the
+    slot's zygote (see :meth:`.Sandbox.run`).
 
     ``related(step)`` names the steps to skip along with a step that broke the process (the
     replays of a test cell that crashed, the other replays of a function that crashed).
@@ -149,7 +150,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
         try:
             ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
                                 limits=dataclasses.replace(limits, wall_s=max(remaining, 1.0)), watch=watch,
-                                course_lib=course_lib)
+                                course_lib=course_lib, warm=warm)
         finally:
             events = watch.finish()
         run.attempts, run.log = attempt, _tail(workdir / "log.txt")

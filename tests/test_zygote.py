@@ -1,0 +1,121 @@
+"""The warm runner (course_lib/instructor/zygote.py): runs forked from one zygote share nothing.
+
+One zygote per batch slot imports torch once and forks every student's run; what one run leaves
+behind (a detached process, files in the scratch folder or /dev/shm, extra files beside its outbox)
+must be gone before the next run starts, and the zygote itself must be out of the run's reach.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from course_lib.instructor.reference import plan_limits
+from course_lib.instructor.runs import run_plan
+from course_lib.instructor.sandbox import Limits, Sandbox
+
+pytestmark = pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed")
+
+LIMITS = Limits(cell_s=60.0, wall_s=120.0)
+
+LEAVE_TRACES = '''
+import os, subprocess, sys
+open("/sandbox/work/left-behind.txt", "w").write("the previous student's answer")
+for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt"):  # refused to a root grader's slot user
+    try:
+        open(elsewhere, "w").write("the previous student's answer")
+    except OSError:
+        pass
+subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)  # survivor"],
+                 start_new_session=True)
+print("traces left")
+'''
+
+LOOK_AROUND = '''
+import json, os
+seen = {"work": sorted(os.listdir("/sandbox/work")), "shm": sorted(os.listdir("/dev/shm")),
+        "sandbox": sorted(os.listdir("/sandbox")), "processes": []}
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) != os.getpid():
+        try:
+            seen["processes"].append(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode())
+        except OSError:
+            pass
+zygote = next(pid for pid in os.listdir("/proc") if pid.isdigit()
+              and b"course_lib.instructor.zygote" in open(f"/proc/{pid}/cmdline", "rb").read())
+try:
+    os.listdir(f"/proc/{zygote}/fd")
+    seen["zygote_fds"] = "readable"
+except PermissionError:
+    seen["zygote_fds"] = "refused"
+print("SEEN " + json.dumps(seen))
+'''
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    (tmp_path / "probes.json").write_text("[]")
+    return {"probes.json": tmp_path / "probes.json"}
+
+
+def _plan(code: str) -> dict:
+    return {"mode": "grade", "cells": [{"kind": "other", "grade_id": None, "source": code, "names": []}],
+            "limits": plan_limits(LIMITS), "replay": []}
+
+
+def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
+    with Sandbox() as sandbox:
+        first = run_plan(sandbox, tmp_path / "first", _plan(LEAVE_TRACES), inputs, LIMITS, warm=True)
+        assert first.failure is None and first.steps[0]["ok"], (first.failure, first.steps, first.log)
+        assert "traces left" in first.log
+        zygote = sandbox.zygotes[0]
+        second = run_plan(sandbox, tmp_path / "second", _plan(LOOK_AROUND), inputs, LIMITS, warm=True)
+        assert sandbox.zygotes[0] is zygote and zygote.alive(), "the second run did not reuse the warm zygote"
+    assert second.failure is None and second.steps[0]["ok"], (second.failure, second.steps, second.log)
+    seen = json.loads(second.log.split("SEEN ", 1)[1].splitlines()[0])
+    assert "left-behind.txt" not in seen["work"] and seen["shm"] == [], seen
+    assert sorted(seen["sandbox"]) == ["in", "out", "work"], seen
+    assert not [p for p in seen["processes"] if "survivor" in p], seen["processes"]
+    assert seen["zygote_fds"] == "refused", "a run can reach the zygote's descriptors"
+    assert not zygote.alive() and not zygote.folder.exists(), "closing the sandbox leaves the zygote behind"
+
+
+def test_a_run_that_breaks_a_limit_takes_the_zygote_with_it(tmp_path, inputs):
+    with Sandbox() as sandbox:
+        hung = run_plan(sandbox, tmp_path / "hung", _plan("import time\nwhile True: time.sleep(0.1)"), inputs,
+                        Limits(cell_s=2.0, wall_s=60.0), warm=True)
+        assert hung.steps[0]["ok"] is False and "time limit" in hung.steps[0]["error"], hung.steps
+        assert hung.attempts == 2, "the run was not started again past the step that hung"
+        assert sandbox.zygotes[0].alive()  # a new zygote: the one that ran the hung step was killed with it
+        after = run_plan(sandbox, tmp_path / "after", _plan("print('fresh')"), inputs, LIMITS, warm=True)
+    assert after.steps[0]["ok"] and "fresh" in after.log, (after.steps, after.log)
+
+
+def test_one_zygote_serves_course_libs_that_differ_only_where_it_imported_nothing(tmp_path, inputs):
+    """A cascade run mounts a course_lib that keeps some references: the zygote's mounted copy is
+    updated in place when only modules it never imported differ, and replaced otherwise."""
+    import course_lib
+
+    installed = Path(course_lib.__file__).parent
+    copies = {}
+    for name, module in (("main", None), ("cascade", "bleu.py"), ("machinery", "grading.py")):
+        copy = shutil.copytree(installed, tmp_path / name / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
+        if module:
+            with open(copy / module, "a") as source:
+                source.write(f"\nMARK = {name!r}\n")
+        copies[name] = copy
+    look = "import course_lib.bleu, course_lib.grading\nprint('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))"
+    seen = {}
+    with Sandbox() as sandbox:
+        for name in ("main", "cascade", "main", "machinery"):
+            run = run_plan(sandbox, tmp_path / f"run-{len(seen)}", _plan(look), inputs, LIMITS, warm=True,
+                           course_lib=copies[name])
+            assert run.steps[0]["ok"], (run.steps, run.log)
+            seen[len(seen)] = (name, run.log.split("MARK ", 1)[1].split()[:2], sandbox.zygotes[0])
+    assert [marks for _, marks, _ in seen.values()] == [["None", "None"], ["cascade", "None"],
+                                                        ["None", "None"], ["None", "machinery"]], seen
+    zygotes = [zygote for _, _, zygote in seen.values()]
+    assert zygotes[0] is zygotes[1] is zygotes[2], "a course_lib differing in a module it never imported restarted it"
+    assert zygotes[3] is not zygotes[0], "a zygote ran with a course_lib differing from the one it imported"
