@@ -127,4 +127,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+if __name__ == "__main__":
     raise SystemExit(main())

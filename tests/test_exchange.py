@@ -2,6 +2,7 @@
 submitting with nbgrader's own exchange classes, ``course collect``, ``course feedback --release``
 and a student fetching their page (course_lib.instructor.exchange)."""
 import io
+import re
 import shutil
 import stat
 
@@ -12,7 +13,7 @@ from course_lib.instructor.course import assignments, nbgrader_config
 from course_lib.instructor.exchange import (collect_from_exchange, exchange_root, release_feedback_to_exchange,
                                             release_to_exchange)
 
-from .conftest import ROOT
+from .conftest import ASSIGNMENTS, ROOT
 
 ASSIGNMENT = "01_rnn_baselines"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
@@ -89,3 +90,20 @@ def test_release_fetch_submit_collect_and_feedback_through_the_exchange(course, 
     assert [p.read_text() for p in pages] == ["<p>feedback for alice</p>"]
     as_student(course, homes["bob"], "bob", "FetchFeedback")
     assert not (homes["bob"] / ASSIGNMENT / "feedback").exists()
+
+
+@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
+def test_feedback_names_every_check_by_its_exercise_or_question(assignment):
+    """Every graded cell of the course gets a label from the heading above it, "Exercise N · name"
+    or "Question N · name" (the checks of understanding), or its section's title; never a bare
+    grade id or a number the notebook does not show."""
+    from course_lib.instructor.feedback import exercises
+
+    labels = {grade_id: label for grade_id, (label, _) in exercises(assignment.source).items()}
+    unnamed = {g: label for g, label in labels.items()
+               if not re.match(r"(Exercise|Question) \d+ · \S", label) and label != "Mask-leak tests"}
+    assert not unnamed, unnamed
+    assert len(set(labels.values())) == len(labels), f"two checks share a name: {labels}"
+    questions = [label for g, label in labels.items() if g.startswith("q")]
+    if assignment.id <= "06":
+        assert len(questions) >= 2 and all(label.startswith("Question ") for label in questions), labels

@@ -52,6 +52,24 @@ def test_benchmark_scripts_do_not_edit_sys_path():
     assert not found
 
 
+def test_benchmark_scripts_with_a_main_run_it_as_python_m():
+    """`python -m benchmarks.<name>` calls main(): the call sits in an ``if __name__ == "__main__"``
+    block at the end (not, say, left inside main's body, where it never runs)."""
+    silent = []
+    package_main = (ROOT / "benchmarks" / "__main__.py").read_text(encoding="utf-8")
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if f"from benchmarks.{path.stem} import main" in package_main:  # `python -m benchmarks` calls it
+            continue
+        if not any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body):
+            continue
+        last = tree.body[-1]
+        guarded = isinstance(last, ast.If) and "__main__" in ast.unparse(last.test) and "main()" in ast.unparse(last)
+        if not guarded:
+            silent.append(str(path.relative_to(ROOT)))
+    assert not silent, f"these never call main() when run: {silent}"
+
+
 @pytest.mark.parametrize("name", ["PAD_ID", "BOS_ID", "EOS_ID", "UNK_ID"])
 def test_each_special_token_id_has_one_definition(name):
     definitions = [str(path.relative_to(ROOT)) for path, tree in _modules("course_lib")

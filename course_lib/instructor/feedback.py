@@ -35,21 +35,27 @@ RESULT = {"passed": "passed", "failed": "failed", "review": "a person will revie
 # "### Exercise 3 · The language model (`ElmanRNNLM`)" -> "Exercise", 3 and the names in backticks; the
 # checks of understanding are headed "### Question 1 · ... (`crossover_length`)"
 EXERCISE_HEADING = re.compile(r"^#+\s*(Exercise|Question)\s+(\d+)\b[^\n]*", re.MULTILINE)
+SECTION_HEADING = re.compile(r"^#{1,3}\s+(.+)$", re.MULTILINE)  # a new section ends the exercise above it
 
 
 def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
     """Each test cell's grade_id -> (the name of its exercise, the answer cells' grade_ids it checks).
 
-    The name is "Exercise N · names" (or "Question N · names") from the nearest exercise heading
-    above the test cell (N and the names in backticks), else "Exercise" with the test's position and
-    the names its answer cells define. The
-    answer cells of a test are the solution cells since the previous test cell.
+    The name is "Exercise N · names" (or "Question N · names") from the exercise heading the test
+    cell stands under (N, and of the names in backticks those its own answer cells define, so that
+    the two checks of "Exercise 3 · split_heads, merge_heads" are told apart); a check under a
+    section of its own (03's "Mask-leak tests") is named by that section's heading; else "Exercise"
+    with the test's position and the names its answer cells define. The answer cells of a test are
+    the solution cells since the previous test cell.
     """
-    found: dict[str, tuple[str, list[str]]] = {}
-    heading, since = None, []
+    found: dict[str, tuple[re.Match | None, str | None, list[str]]] = {}
+    heading, section, since = None, None, []
     for cell in read_notebook(source).cells:
-        if cell.cell_type == "markdown" and (match := EXERCISE_HEADING.search(cell.source)):
-            heading = match
+        if cell.cell_type == "markdown":
+            if match := EXERCISE_HEADING.search(cell.source):
+                heading, section = match, None
+            elif titles := SECTION_HEADING.findall(cell.source):
+                heading, section = None, titles[-1].strip()
             continue
         meta = nbgrader_meta(cell)
         if cell.cell_type != "code" or not meta:
@@ -57,16 +63,20 @@ def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
         if meta.get("solution"):
             since.append(meta["grade_id"])
         elif meta.get("grade"):
-            found[meta["grade_id"]] = (heading, since)
-            heading, since = None, []
+            found[meta["grade_id"]] = (heading, section if heading is None and not since else None, since)
+            since = []
     names = {c.grade_id: c.names for c in source_cells(source) if c.kind == "solution"}
     labels = {}
-    for number, (grade_id, (heading, answered)) in enumerate(found.items(), 1):
+    for number, (grade_id, (heading, section, answered)) in enumerate(found.items(), 1):
         defined = [name for answer in answered for name in names.get(answer, ())]
         kind = "Exercise"
         if heading is not None:
             kind, number = heading.group(1), int(heading.group(2))
-            defined = re.findall(r"`([^`]+)`", heading.group(0)) or defined
+            named = re.findall(r"`([^`]+)`", heading.group(0))
+            defined = [name for name in named if name in defined] or named or defined
+        elif section:
+            labels[grade_id] = (section, answered)
+            continue
         labels[grade_id] = (f"{kind} {number} · {', '.join(defined)}" if defined else f"{kind} {number}", answered)
     return labels
 
