@@ -16,7 +16,9 @@ from course_lib.instructor.reference import plan_limits
 from course_lib.instructor.runs import run_plan
 from course_lib.instructor.sandbox import Limits, Sandbox
 
-pytestmark = pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed")
+# Sandboxed runs, like tests/test_autograde.py's: `make test-fast` leaves them out with the notebooks.
+pytestmark = [pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed"),
+              pytest.mark.notebook]
 
 LIMITS = Limits(cell_s=60.0, wall_s=120.0)
 

@@ -186,11 +186,12 @@ def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: lis
     """One sandboxed run of the student's notebook (no test cells) replaying ``replay``; each probe's
     record as the runner wrote it, or the reason it has none. ``bind``: the dependencies each probe's
     test cell bound to course_lib's references are bound again, and kept in the redacted course_lib."""
-    cells = graded_plan(context.cells, found, context.stubs)
+    after = replay_after(context.cells, context.reference.calls, replay)
+    # no cell after the last replay can change a result: a cascade of early exercises skips the rest
+    cells = graded_plan(context.cells, found, context.stubs)[:max(after.values(), default=-1) + 1]
     keep = {name for k in replay for name in context.reference.calls[k].get("binds", {})} if bind else set()
     plan = {"mode": "grade", "cells": [c.as_plan() for c in cells], "limits": plan_limits(context.limits),
-            "replay": replay, "bind": bind,
-            "replay_after": replay_after(context.cells, context.reference.calls, replay),
+            "replay": replay, "bind": bind, "replay_after": after,
             "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
     run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
                                                     "probes.json": context.reference.folder / "probes.json"},
