@@ -7,6 +7,7 @@ must be gone before the next run starts, and the zygote itself must be out of th
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -33,6 +34,13 @@ for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt"):  # refuse
 subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)  # survivor"],
                  start_new_session=True)
 print("traces left")
+'''
+
+HANG = '''
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)  # hung-run"])
+while True:
+    time.sleep(0.1)
 '''
 
 LOOK_AROUND = '''
@@ -62,6 +70,14 @@ def inputs(tmp_path):
     return {"probes.json": tmp_path / "probes.json"}
 
 
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
 def _plan(code: str) -> dict:
     return {"mode": "grade", "cells": [{"kind": "other", "grade_id": None, "source": code, "names": []}],
             "limits": plan_limits(LIMITS), "replay": []}
@@ -86,10 +102,12 @@ def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
 
 def test_a_run_that_breaks_a_limit_takes_the_zygote_with_it(tmp_path, inputs):
     with Sandbox() as sandbox:
-        hung = run_plan(sandbox, tmp_path / "hung", _plan("import time\nwhile True: time.sleep(0.1)"), inputs,
+        hung = run_plan(sandbox, tmp_path / "hung", _plan(HANG), inputs,
                         Limits(cell_s=2.0, wall_s=60.0), warm=True)
         assert hung.steps[0]["ok"] is False and "time limit" in hung.steps[0]["error"], hung.steps
         assert hung.attempts == 2, "the run was not started again past the step that hung"
+        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count("hung-run")], \
+            "the process that hung outlived its run"
         assert sandbox.zygotes[0].alive()  # a new zygote: the one that ran the hung step was killed with it
         after = run_plan(sandbox, tmp_path / "after", _plan("print('fresh')"), inputs, LIMITS, warm=True)
     assert after.steps[0]["ok"] and "fresh" in after.log, (after.steps, after.log)

@@ -8,8 +8,8 @@ Per student, each in a sandbox of its own (:mod:`.sandbox`), several at a time w
 source notebook's cells run with the student's answer code but without any test cell, on a
 course_lib whose references of this assignment are stubbed out (:mod:`.redacted`), then the probes
 replay on the student's definitions. Each run is forked from the slot's zygote (:mod:`.zygote`),
-which imported torch once for the batch, instead of a new Python importing it again. Credit is decided here, outside the student's reach: a test
-cell scores its points when the student's answers on every one of its probes match the solution's
+which imported torch once for the batch, instead of a new Python importing it again. Credit is
+decided here, outside the student's reach: a test cell scores its points when the student's answers on every one of its probes match the solution's
 (:func:`.plain.compare`, at the cell's own tolerance). One bug costs one exercise: a cell that fails
 while an exercise it builds on failed too is re-run in a sandbox of its own in which those
 exercises are course_lib's references, as the test cell binds them in the notebook (not when the

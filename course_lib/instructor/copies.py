@@ -63,10 +63,6 @@ def definitions(code: str) -> dict[str, str]:
     return found
 
 
-def similarity(a: str, b: str) -> float:
-    return difflib.SequenceMatcher(None, shape(a), shape(b), autojunk=False).ratio()
-
-
 def pasted_references(answers: dict[str, str], references: dict[str, str]) -> list[str]:
     """For each answer cell (grade_id -> code), the definitions that match a reference (dotted name ->
     source) at ``THRESHOLD`` or more: one sentence each, for the instructor."""

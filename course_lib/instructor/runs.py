@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .sandbox import INBOX, OUTBOX, Limits, Sandbox, describe_end
+from .sandbox import INBOX, OUTBOX, RUNNER, Limits, Sandbox, describe_end
 from .untrusted import Unreadable, read_fd, read_range, safe_data
 
 MAX_ATTEMPTS = 8
@@ -142,7 +142,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
     skip: dict[int, str] = {}
     started = time.monotonic()
     run = Run(workdir / "out")
-    argv = [sys.executable, "-I", "-m", "course_lib.instructor.runner", INBOX, OUTBOX]
+    argv = [sys.executable, "-I", "-m", RUNNER, INBOX, OUTBOX]
     for attempt in range(1, MAX_ATTEMPTS + 1):
         shutil.rmtree(run.outbox, ignore_errors=True)
         run.outbox.mkdir()
