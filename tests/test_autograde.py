@@ -356,6 +356,76 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     assert gradebook.scores(url, ASSIGNMENT)[changed]["score"] == again[changed].score
 
 
+@needs_bwrap
+@pytest.mark.notebook
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeypatch, jobs):
+    """--jobs N: never more than N sandboxes at once, each on a slot of its own; while they run, the
+    grader compares another student's results (a comparison is slowed down here so that the two
+    must meet), and every grade is still the one that student earns."""
+    import threading
+
+    from course_lib.instructor import autograde as grader
+
+    root = make_course(tmp_path)
+    honest = next(f for f in CATALOGUE if f.name == "honest")
+    wrong = next(f for f in CATALOGUE if f.name == "rebound_checks")
+    fixtures = {f"s{i}": (honest, wrong)[i % 2] for i in range(5)}
+    for student, fixture in fixtures.items():
+        _submit(root, student, fixture)
+    lock = threading.Lock()
+    running: list[int] = []  # slots of the sandboxes running now
+    seen = {"most": 0, "slots": set(), "compared_while_running": 0}
+    run_plan, mismatch = grader.run_plan, grader._mismatch
+
+    def watched_run_plan(sandbox, workdir, plan, inputs, limits, slot, **options):
+        with lock:
+            assert slot not in running, f"slot {slot} runs two sandboxes at once"
+            running.append(slot)
+            seen["most"] = max(seen["most"], len(running))
+            seen["slots"].add(slot)
+        try:
+            return run_plan(sandbox, workdir, plan, inputs, limits, slot, **options)
+        finally:
+            with lock:
+                running.remove(slot)
+
+    def slow_mismatch(context, k, got):
+        time.sleep(0.02)
+        with lock:
+            seen["compared_while_running"] += bool(running)
+        return mismatch(context, k, got)
+
+    monkeypatch.setattr(grader, "run_plan", watched_run_plan)
+    monkeypatch.setattr(grader, "_mismatch", slow_mismatch)
+    results = {r.student: r for r in autograde(root, ASSIGNMENT, jobs=jobs, limits=LIMITS, out=io.StringIO(),
+                                               progress=False)}
+    assert {s: (r.status, r.score) for s, r in results.items()} == \
+        {s: (GRADED, f.expected.score) for s, f in fixtures.items()}
+    assert seen["most"] == jobs and seen["slots"] == set(range(jobs))
+    assert seen["compared_while_running"] > 0
+
+
+def test_grading_runs_draw_figures_but_never_render_them():
+    """A cell that shows a figure runs as in Jupyter (``%matplotlib inline``, plt.show()), but the
+    grader's shell renders no PNG nobody would see (a tenth of a plotting notebook's run)."""
+    script = """
+import IPython.core.pylabtools as tools
+from course_lib.instructor.runner import _shell
+rendered = []
+tools.print_figure = lambda *a, **k: rendered.append(a) or b""
+shell = _shell()
+result = shell.run_cell("%matplotlib inline\\nimport matplotlib.pyplot as plt\\nplt.plot([1, 2, 3])\\nplt.show()")
+assert result.success, result.error_in_exec
+result = shell.run_cell("figure = plt.figure(); figure.gca().plot([3, 2]); figure")
+assert result.success and not rendered, rendered
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MPLBACKEND": "Agg"})
+    assert done.stdout.strip().endswith("ok"), done.stderr[-2000:]
+
+
 def test_honest_answers_of_the_course_raise_no_lint_finding():
     for notebook in [*sorted((ROOT / "solutions").glob("*/*.ipynb")), None]:
         cells = source_cells(notebook) if notebook else []

@@ -95,6 +95,7 @@ class Context:
     probe_inputs: Path  # the probes' inputs only (see stage_probe_inputs)
     course_lib: Path  # course_lib without this assignment's references (see redacted_for)
     references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
+    slots: queue.Queue[int] = field(default_factory=lambda: _slots(1))  # the free sandbox slots (--jobs)
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}
@@ -116,7 +117,14 @@ class Context:
         return related
 
 
-def grade_student(context: Context, student: str, slot: int = 0) -> Result:
+def _slots(jobs: int) -> queue.Queue[int]:
+    free: queue.Queue[int] = queue.Queue()
+    for slot in range(jobs):
+        free.put(slot)
+    return free
+
+
+def grade_student(context: Context, student: str) -> Result:
     started = time.monotonic()
     cells, assignment = context.cells, context.assignment
     max_score = sum(c.points for c in cells if c.kind == "test")
@@ -154,7 +162,7 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
     findings = _lint(context, found)
     result.findings = [str(f) for f in findings]
     workdir = context.work / student
-    run, replayed = _run(context, found, workdir, slot, context.reference.replayed())
+    run, replayed = _run(context, found, workdir, context.reference.replayed())
     result.seconds = time.monotonic() - started
     if run.failure:
         result.status, result.reasons = FAILED, result.reasons + [run.failure]
@@ -162,7 +170,7 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
     outcomes = dict(replayed)
     mismatches = {k: _mismatch(context, k, got) for k, got in outcomes.items()}  # compared once per result
     for number, group in enumerate(cascade_groups(context, mismatches, found), 1):
-        rerun, again = _run(context, found, workdir / f"cascade-{number}", slot,
+        rerun, again = _run(context, found, workdir / f"cascade-{number}",
                             [k for c in group for k in context.probes_of(c)], bind=True)
         if rerun.failure:  # the cells keep their first verdict, which a person should check
             result.reasons.append(f"{', '.join(c.grade_id for c in group)}: could not be graded again with the "
@@ -181,11 +189,14 @@ def grade_student(context: Context, student: str, slot: int = 0) -> Result:
     return _with_log(result, run, workdir)
 
 
-def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: list[int],
+def _run(context: Context, found: Answers, workdir: Path, replay: list[int],
          bind: bool = False) -> tuple[Run, dict[int, dict]]:
     """One sandboxed run of the student's notebook (no test cells) replaying ``replay``; each probe's
     record as the runner wrote it, or the reason it has none. ``bind``: the dependencies each probe's
-    test cell bound to course_lib's references are bound again, and kept in the redacted course_lib."""
+    test cell bound to course_lib's references are bound again, and kept in the redacted course_lib.
+    The run holds a sandbox slot only while its sandbox runs: reading and comparing its records
+    leaves the slot to another student's run (with --jobs 1, the grader's comparisons of one
+    student overlap the next student's run on the other core)."""
     after = replay_after(context.cells, context.reference.calls, replay)
     # no cell after the last replay can change a result: a cascade of early exercises skips the rest
     cells = graded_plan(context.cells, found, context.stubs)[:max(after.values(), default=-1) + 1]
@@ -193,11 +204,16 @@ def _run(context: Context, found: Answers, workdir: Path, slot: int, replay: lis
     plan = {"mode": "grade", "cells": [c.as_plan() for c in cells], "limits": plan_limits(context.limits),
             "replay": replay, "bind": bind, "replay_after": after,
             "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
-    run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
-                                                    "probes.json": context.reference.folder / "probes.json"},
-                   context.limits, slot, related=context.related(len(cells), replay),
-                   course_lib=redacted_for(context.assignment, context.cells, context.reference.calls, keep)
-                   if keep else context.course_lib, warm=True)
+    course_lib = redacted_for(context.assignment, context.cells, context.reference.calls, keep) \
+        if keep else context.course_lib
+    slot = context.slots.get()
+    try:
+        run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
+                                                        "probes.json": context.reference.folder / "probes.json"},
+                       context.limits, slot, related=context.related(len(cells), replay), course_lib=course_lib,
+                       warm=True)
+    finally:
+        context.slots.put(slot)
     records = {}
     for i, k in enumerate(replay):
         event = run.steps.get(len(cells) + i, {})
@@ -366,26 +382,22 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
             names = [name for name in names if name not in {r.student for r in results}]
         context = Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
                           cell_ids(assignment.source), Path(work), stage_probe_inputs(reference, Path(work)),
-                          redacted_for(assignment, cells, reference.calls), reference_sources(references_of(cells, reference.calls)))
-        slots: queue.Queue[int] = queue.Queue()
-        for slot in range(jobs):
-            slots.put(slot)
+                          redacted_for(assignment, cells, reference.calls), reference_sources(references_of(cells, reference.calls)),
+                          _slots(jobs))
 
-        def in_slot(student: str) -> Result:
-            slot = slots.get()
+        def graded(student: str) -> Result:
             digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
             try:
-                result = grade_student(context, student, slot)
+                result = grade_student(context, student)
             except Exception as error:  # a grader bug must not stop the batch: this student fails, with the reason
                 result = Result(student, assignment.id, FAILED, None, 0.0, reasons=[f"{GRADER_ERROR}: {error!r}"])
-            finally:
-                slots.put(slot)
             result.submission, result.grader = digest or "", reference.folder.name
             return result
 
-        with ThreadPoolExecutor(max_workers=jobs) as pool, \
+        # One thread more than sandboxes: while ``jobs`` students run, another's results are compared.
+        with ThreadPoolExecutor(max_workers=jobs + 1) as pool, \
                 tqdm(total=len(names), unit="student", disable=not progress, file=sys.stderr) as bar:
-            for future in as_completed([pool.submit(in_slot, name) for name in names]):
+            for future in as_completed([pool.submit(graded, name) for name in names]):
                 result = future.result()
                 try:
                     _save(root, url, assignment, result, Path(work))

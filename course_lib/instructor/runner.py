@@ -56,7 +56,11 @@ def _shell():
         def enable_gui(self, gui=None):  # ``%matplotlib inline`` asks for it; there is no GUI here
             pass
 
-    return Shell.instance(colors="nocolor", history_length=0)
+    shell = Shell.instance(colors="nocolor", history_length=0)
+    # Nobody sees a grading run's figures: draw them (the student's code runs as in Jupyter) but do
+    # not render them to PNG when a cell shows them, which took a tenth of a plotting notebook's run.
+    shell.display_formatter.active_types = ["text/plain"]
+    return shell
 
 
 def _error(result) -> str | None:
