@@ -160,9 +160,11 @@ def training_data(hp: dict) -> TranslationData:
 
 def fit(name: str, profile: str | None = None, *, hp: dict | None = None, device: torch.device | str | None = None,
         progress: bool = True, batches: Iterable | None = None, data: TranslationData | None = None,
-        wrap: Callable[[nn.Module], nn.Module] | None = None, **overrides) -> TrainedRun:
+        wrap: Callable[[nn.Module], nn.Module] | None = None, config: dict | None = None,
+        **overrides) -> TrainedRun:
     """Build and train recipe ``name`` with its profile's hyperparameters (``overrides`` replace some),
-    or with ``hp`` as given (a dict from ``hparams``).
+    or with ``hp`` as given (a dict from ``hparams``); ``config`` replaces fields of the profile's
+    model preset (e.g. ``{"positional": "rope"}``).
 
     ``batches`` replaces the default ``BucketedBatches`` of ``data`` (DDP passes one shard);
     ``wrap(model)`` returns the module to train (e.g. ``DistributedDataParallel``); the unwrapped
@@ -172,7 +174,7 @@ def fit(name: str, profile: str | None = None, *, hp: dict | None = None, device
     course_lib.seed_everything(hp.get("seed", 0))
     device = torch.device(device) if device is not None else pick_device()
     data = data or training_data(hp)
-    model, cfg = build(name, len(data.src_vocab), len(data.tgt_vocab), hp["profile"])
+    model, cfg = build(name, len(data.src_vocab), len(data.tgt_vocab), hp["profile"], **(config or {}))
     model.to(device)
     trained = wrap(model) if wrap else model
     if hp.get("compile"):

@@ -406,6 +406,41 @@ def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeyp
     assert seen["compared_while_running"] > 0
 
 
+def test_parses_in_threads_never_fail():
+    """The grader parses answers in several threads. With plain ast.parse on CPython 3.11, a parse
+    while another thread's garbage collection runs Python finalisers fails with "SystemError: AST
+    constructor recursion depth mismatch" (seen in the whole-course benchmark); pyparse.parse takes
+    turns. The race is provoked here: four threads parse while making garbage with finalisers."""
+    import threading
+
+    from course_lib.instructor.pyparse import parse
+
+    source = "\n".join(f"def f{i}(x):\n    return [[(x + {i}) * k for k in range(3)] for _ in range(2)]\n"
+                       for i in range(200))
+    errors = []
+
+    class Finalised:
+        def __del__(self):
+            sum(range(50))  # Python code, so the interpreter may switch threads here
+
+    def work():
+        for _ in range(30):
+            for _ in range(200):
+                cycle = Finalised()
+                cycle.me = cycle  # freed by the collector, perhaps while another thread parses
+            try:
+                parse(source)
+            except SystemError as error:
+                errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors[:1]
+
+
 def test_grading_runs_draw_figures_but_never_render_them():
     """A cell that shows a figure runs as in Jupyter (``%matplotlib inline``, plt.show()), but the
     grader's shell renders no PNG nobody would see (a tenth of a plotting notebook's run)."""

@@ -89,3 +89,15 @@ def test_import_graph(module, must_not_load):
     loaded = subprocess.run([sys.executable, "-c", f"import sys, {module}; print({must_not_load!r} in sys.modules)"],
                             capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
     assert loaded == "False"
+
+
+def test_the_grader_parses_python_through_pyparse_only():
+    """``course autograde`` parses in several threads, and CPython 3.11's ast.parse is not safe there
+    (test_autograde.py::test_parses_in_threads_never_fail): every parse of the instructor's tooling
+    goes through course_lib.instructor.pyparse, which makes them take turns."""
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}"
+             for path, tree in _modules("course_lib") if path.name != "pyparse.py"
+             for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
+             and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"]
+    assert not found, "ast.parse outside course_lib/instructor/pyparse.py: " + ", ".join(found)

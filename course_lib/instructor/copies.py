@@ -19,6 +19,8 @@ import io
 import keyword
 import tokenize
 
+from .pyparse import parse
+
 THRESHOLD = 0.97  # share of matching tokens from which an answer counts as the reference pasted
 MIN_TOKENS = 40  # shorter definitions look alike whoever writes them
 
@@ -49,7 +51,7 @@ def shape(code: str) -> tuple[str, ...]:
 def definitions(code: str) -> dict[str, str]:
     """The top-level functions and classes of ``code`` by name, without their docstrings."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError:
         return {}
     found = {}

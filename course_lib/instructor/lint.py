@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from . import pyparse
+
 ALLOWED_MODULES = ("torch", "numpy", "math", "cmath", "collections", "itertools", "functools", "dataclasses",
                    "typing", "random", "string", "re", "heapq", "bisect", "operator", "copy", "statistics",
                    "course_lib", "__future__")
@@ -52,7 +54,7 @@ def parse(source: str) -> ast.Module | None:
     from IPython.core.inputtransformer2 import TransformerManager
 
     try:
-        return ast.parse(TransformerManager().transform_cell(source))
+        return pyparse.parse(TransformerManager().transform_cell(source))
     except (SyntaxError, ValueError):
         return None
 

@@ -16,6 +16,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from .course import CourseError
+from .pyparse import parse
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # Cell metadata that means something to the course: nbgrader's, the slideshow's, tags, and the
@@ -100,7 +101,7 @@ def solution_cells(notebook: NotebookNode) -> list[NotebookNode]:
 
 def defined_names(source: str) -> list[str]:
     """Top-level functions and classes a cell defines (the graded names of a solution cell)."""
-    tree = ast.parse(source)
+    tree = parse(source)
     return [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
 
 

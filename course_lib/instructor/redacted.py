@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
+from .pyparse import parse
+
 MESSAGE = "is not available while this assignment is graded: the grader runs your own code"
 
 
@@ -30,14 +32,14 @@ def _stub(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, where: st
         code = f"class {node.name}:\n    def __init__(self, *args, **kwargs):\n        raise NotImplementedError({message!r})"
     else:
         code = f"def {node.name}(*args, **kwargs):\n    raise NotImplementedError({message!r})"
-    return ast.parse(code).body[0]
+    return parse(code).body[0]
 
 
 def redact_source(source: str, names: set[str], where: str) -> tuple[str, list[str]]:
     """``source`` (module ``where``) with every definition named in ``names`` stubbed, by its bare
     name (``softmax``: wherever it is defined, methods too) or its dotted one
     (``course_lib.rnn.rnn_cell_step``); the dotted names it stubbed."""
-    tree = ast.parse(source)
+    tree = parse(source)
     removed: list[str] = []
 
     def visit(body: list[ast.stmt], prefix: str) -> list[ast.stmt]:
@@ -76,7 +78,7 @@ def reference_sources(names: Iterable[str]) -> dict[str, str]:
     for path in sorted(package.glob("*.py")):
         text = path.read_text(encoding="utf-8")
         module = _module_name(path.relative_to(package))
-        for node in ast.parse(text).body:
+        for node in parse(text).body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
                     (node.name in wanted or f"{module}.{node.name}" in wanted):
                 found[f"{module}.{node.name}"] = ast.get_source_segment(text, node) or ""
