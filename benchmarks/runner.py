@@ -141,6 +141,13 @@ def autograde_class(options: Options) -> None:
     options.write("autograde_class", autograde_batch.run(**batch, jobs=[1, 2]))
 
 
+def length(options: Options) -> None:
+    """The Transformer on test_long with sinusoidal positions and with RoPE, the full recipe each."""
+    from benchmarks import length_generalisation
+
+    options.write("length_generalisation", length_generalisation.run("smoke" if options.smoke else "laptop"))
+
+
 def ci(options: Options) -> None:
     """Wall time of the README's test command (what .ci/run runs), target under 20 minutes on 2 cores."""
     before = machine()
@@ -187,6 +194,9 @@ SECTIONS: dict[str, Section] = {
     "class": Section(autograde_class, False, f"course autograde on a class of {CLASS_SIZE} students of "
                      f"{CLASS_ASSIGNMENT} (honest, blank and catalogued bugs): seconds per student, --jobs 1 vs 2 "
                      "(half an hour)"),
+    "length": Section(length, False, "the Transformer on test_long (sentences longer than any in training): "
+                      "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "
+                      "with attention (benchmarks/length_generalisation.py; a quarter of an hour)"),
     "ci": Section(ci, False, "wall time of the README's test command (--ci-command, default `make test`)"),
     "gpu": Section(gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
                    "without: recorded as not measured"),

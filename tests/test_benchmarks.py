@@ -161,3 +161,31 @@ def test_training_flops():
     assert peak_flops("NVIDIA H100 80GB HBM3") == 989e12
     assert peak_flops("NVIDIA H100 PCIe") == 756e12
     assert peak_flops("a toaster") is None
+
+
+@pytest.mark.slow
+def test_length_section_trains_both_position_schemes_and_reports_them(tmp_path):
+    """`python -m benchmarks length --smoke`: sinusoidal and RoPE trained by the same recipe on the same
+    data, each scored on test and test_long; the table row quotes both and the RNN's recorded score."""
+    assert runner.main(["length", "--smoke", "--output-dir", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "length_generalisation.json").read_text())
+    assert report["smoke"] is True and set(report["variants"]) == {"sinusoidal", "rope"}
+    for variant in report["variants"].values():
+        assert 0 < variant["updates"] <= report["hyperparameters"]["steps"]
+        assert 0 <= variant["bleu_test_long"] <= 100 and 0 <= variant["bleu_test"] <= 100
+    row = next(r for r in table.rows(tmp_path) if r.section == "length")
+    assert "sinusoidal: test_long" in row.measured and "rope: test_long" in row.measured
+    assert row.status == "smoke run, not a measurement"
+
+
+@pytest.mark.parametrize("seconds, status", [(13.1, table.MET), (16.9, table.GAP)])
+def test_autograde_row_holds_the_whole_course_to_its_target(tmp_path, seconds, status):
+    from course_lib.instructor.course import assignments
+
+    course = [a.id for a in assignments(ROOT)]
+    runs = {"jobs1": {"seconds_per_student": seconds, "unexpected": 0},
+            "jobs2": {"seconds_per_student": seconds / 2, "unexpected": 0}}
+    _write(tmp_path, "autograde_batch", {"assignments": course, "students": 12, "runs": runs})
+    assert next(r for r in table.rows(tmp_path) if r.section == "autograde").status == status
+    _write(tmp_path, "autograde_batch", {"assignments": course[:1], "students": 12, "runs": runs})
+    assert next(r for r in table.rows(tmp_path) if r.section == "autograde").status == table.REPORTED
