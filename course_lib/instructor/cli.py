@@ -140,7 +140,8 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
     autograde = steps.add_parser("autograde", help="grade submitted/<student>/<assignment>/, each student sandboxed")
     autograde.add_argument("assignment", metavar="ASSIGNMENT")
     autograde.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
-    autograde.add_argument("--jobs", type=int, default=1, metavar="N", help="students graded at once (default 1)")
+    autograde.add_argument("--jobs", type=int, default=1, metavar="N",
+                           help="sandboxes run at once (default 1; the grader compares results meanwhile)")
     autograde.add_argument("--regrade", action="store_true",
                            help="grade every student again; by default a rerun (say, after an interruption) keeps "
                                 "the grades of submissions unchanged since they were graded by the same tests")
@@ -181,7 +182,7 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
     sample.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     sample.add_argument("--out", default="build/sample",
                         help="the scratch course, relative to the course, replaced each run (default: build/sample)")
-    sample.add_argument("--jobs", type=int, default=1, metavar="N", help="students graded at once (default 1)")
+    sample.add_argument("--jobs", type=int, default=1, metavar="N", help="sandboxes run at once (default 1)")
 
     feedback = steps.add_parser("feedback", help="write feedback/<student>/<assignment>/<assignment>.html")
     feedback.add_argument("assignment", metavar="ASSIGNMENT")
