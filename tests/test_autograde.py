@@ -314,18 +314,24 @@ def test_the_unsandboxed_fallback_grades_trusted_notebooks(tmp_path):
     assert (results["wrong"].status, results["wrong"].score) == (GRADED, wrong.expected.score)
 
 
+def _honest_and_wrong_class(folder: Path, size: int) -> tuple[Path, dict]:
+    """A toy course whose students alternate between the honest answers and a wrong one: (root, student -> fixture)."""
+    root = make_course(folder)
+    honest, wrong = (next(f for f in CATALOGUE if f.name == name) for name in ("honest", "rebound_checks"))
+    fixtures = {f"s{i}": (honest, wrong)[i % 2] for i in range(size)}
+    for student, fixture in fixtures.items():
+        _submit(root, student, fixture)
+    return root, fixtures
+
+
 @needs_bwrap
 @pytest.mark.notebook
 def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     """`course autograde` killed (SIGKILL, the whole process group) after its first saved student;
     the rerun keeps the saved grades, grades the others, and every student ends with one record
     and one gradebook entry. Then a changed submission is the only one graded again."""
-    root = make_course(tmp_path)
-    honest = next(f for f in CATALOGUE if f.name == "honest")
-    wrong = next(f for f in CATALOGUE if f.name == "rebound_checks")
-    fixtures = {f"s{i}": (honest, wrong)[i % 2] for i in range(4)}
-    for student, fixture in fixtures.items():
-        _submit(root, student, fixture)
+    root, fixtures = _honest_and_wrong_class(tmp_path, 4)
+    honest, wrong = (next(f for f in CATALOGUE if f.name == name) for name in ("honest", "rebound_checks"))
     records = lambda: {p.parent.parent.name for p in (root / "autograded").glob(f"*/{ASSIGNMENT}/{RECORD}")}
     batch = subprocess.Popen([str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout",
                               "15"], cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
@@ -367,12 +373,7 @@ def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeyp
 
     from course_lib.instructor import autograde as grader
 
-    root = make_course(tmp_path)
-    honest = next(f for f in CATALOGUE if f.name == "honest")
-    wrong = next(f for f in CATALOGUE if f.name == "rebound_checks")
-    fixtures = {f"s{i}": (honest, wrong)[i % 2] for i in range(5)}
-    for student, fixture in fixtures.items():
-        _submit(root, student, fixture)
+    root, fixtures = _honest_and_wrong_class(tmp_path, 5)
     lock = threading.Lock()
     running: list[int] = []  # slots of the sandboxes running now
     seen = {"most": 0, "slots": set(), "compared_while_running": 0}
