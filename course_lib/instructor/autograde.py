@@ -162,23 +162,24 @@ def grade_student(context: Context, student: str) -> Result:
     findings = _lint(context, found)
     result.findings = [str(f) for f in findings]
     workdir = context.work / student
-    run, replayed = _run(context, found, workdir, context.reference.replayed())
-    result.seconds = time.monotonic() - started
+    run, replayed, waited = _run(context, found, workdir, context.reference.replayed())
+    result.seconds = time.monotonic() - started - waited
     if run.failure:
         result.status, result.reasons = FAILED, result.reasons + [run.failure]
         return _with_log(result, run, workdir)
     outcomes = dict(replayed)
     mismatches = {k: _mismatch(context, k, got) for k, got in outcomes.items()}  # compared once per result
     for number, group in enumerate(cascade_groups(context, mismatches, found), 1):
-        rerun, again = _run(context, found, workdir / f"cascade-{number}",
-                            [k for c in group for k in context.probes_of(c)], bind=True)
+        rerun, again, queued = _run(context, found, workdir / f"cascade-{number}",
+                                    [k for c in group for k in context.probes_of(c)], bind=True)
+        waited += queued
         if rerun.failure:  # the cells keep their first verdict, which a person should check
             result.reasons.append(f"{', '.join(c.grade_id for c in group)}: could not be graded again with the "
                                   f"exercises they build on corrected: {rerun.failure}")
         else:
             outcomes.update(again)
             mismatches.update({k: _mismatch(context, k, got) for k, got in again.items()})
-    result.seconds = time.monotonic() - started
+    result.seconds = time.monotonic() - started - waited  # this student's own time: no queueing for a slot
     result.checks = _verdicts(context, outcomes, mismatches, findings)
     graded_notebook(assignment.source, found, context.stubs, result.checks, workdir / assignment.release.name)
     if run.wall:
@@ -190,10 +191,11 @@ def grade_student(context: Context, student: str) -> Result:
 
 
 def _run(context: Context, found: Answers, workdir: Path, replay: list[int],
-         bind: bool = False) -> tuple[Run, dict[int, dict]]:
-    """One sandboxed run of the student's notebook (no test cells) replaying ``replay``; each probe's
-    record as the runner wrote it, or the reason it has none. ``bind``: the dependencies each probe's
-    test cell bound to course_lib's references are bound again, and kept in the redacted course_lib.
+         bind: bool = False) -> tuple[Run, dict[int, dict], float]:
+    """One sandboxed run of the student's notebook (no test cells) replaying ``replay``: the run, each
+    probe's record as the runner wrote it (or the reason it has none), and the seconds it waited for
+    a sandbox slot. ``bind``: the dependencies each probe's test cell bound to course_lib's
+    references are bound again, and kept in the redacted course_lib.
     The run holds a sandbox slot only while its sandbox runs: reading and comparing its records
     leaves the slot to another student's run (with --jobs 1, the grader's comparisons of one
     student overlap the next student's run on the other core)."""
@@ -206,7 +208,9 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int],
             "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
     course_lib = redacted_for(context.assignment, context.cells, context.reference.calls, keep) \
         if keep else context.course_lib
+    queued = time.monotonic()
     slot = context.slots.get()
+    queued = time.monotonic() - queued
     try:
         run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
                                                         "probes.json": context.reference.folder / "probes.json"},
@@ -220,7 +224,7 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int],
         records[k] = load_result(run.outbox / "replay" / f"{k}.pt") if event.get("ok") else \
             {"error": str(event.get("error") or "not run: the notebook stopped before it")[:500],
              "by_grader": bool(event.get("skipped"))}
-    return run, records
+    return run, records, queued
 
 
 def cascade_groups(context: Context, mismatches: dict[int, str | None], found: Answers) -> list[list[Cell]]:
