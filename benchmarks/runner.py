@@ -196,7 +196,7 @@ SECTIONS: dict[str, Section] = {
                      "(half an hour)"),
     "length": Section(length, False, "the Transformer on test_long (sentences longer than any in training): "
                       "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "
-                      "with attention (benchmarks/length_generalisation.py; a quarter of an hour)"),
+                      "with attention (benchmarks/length_generalisation.py; about 7 minutes)"),
     "ci": Section(ci, False, "wall time of the README's test command (--ci-command, default `make test`)"),
     "gpu": Section(gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
                    "without: recorded as not measured"),

@@ -331,7 +331,7 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     the rerun keeps the saved grades, grades the others, and every student ends with one record
     and one gradebook entry. Then a changed submission is the only one graded again."""
     root, fixtures = _honest_and_wrong_class(tmp_path, 4)
-    honest, wrong = (next(f for f in CATALOGUE if f.name == name) for name in ("honest", "rebound_checks"))
+    honest, wrong = fixtures["s0"], fixtures["s1"]
     records = lambda: {p.parent.parent.name for p in (root / "autograded").glob(f"*/{ASSIGNMENT}/{RECORD}")}
     batch = subprocess.Popen([str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout",
                               "15"], cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
@@ -444,7 +444,7 @@ def test_parses_in_threads_never_fail():
 
 def test_grading_runs_draw_figures_but_never_render_them():
     """A cell that shows a figure runs as in Jupyter (``%matplotlib inline``, plt.show()), but the
-    grader's shell renders no PNG nobody would see (a tenth of a plotting notebook's run)."""
+    grader's shell renders no PNG nobody would see (a quarter of notebook 01's grading time)."""
     script = """
 import IPython.core.pylabtools as tools
 from course_lib.instructor.runner import _shell

@@ -95,7 +95,7 @@ class Context:
     probe_inputs: Path  # the probes' inputs only (see stage_probe_inputs)
     course_lib: Path  # course_lib without this assignment's references (see redacted_for)
     references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
-    slots: queue.Queue[int] = field(default_factory=lambda: _slots(1))  # the free sandbox slots (--jobs)
+    slots: queue.Queue[int]  # the free sandbox slots: --jobs of them (see _run)
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}

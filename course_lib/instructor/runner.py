@@ -58,7 +58,7 @@ def _shell():
 
     shell = Shell.instance(colors="nocolor", history_length=0)
     # Nobody sees a grading run's figures: draw them (the student's code runs as in Jupyter) but do
-    # not render them to PNG when a cell shows them, which took a tenth of a plotting notebook's run.
+    # not render them to PNG when a cell shows them (a quarter of notebook 01's grading time).
     shell.display_formatter.active_types = ["text/plain"]
     return shell
 
