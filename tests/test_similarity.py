@@ -1,12 +1,18 @@
-"""``course similarity`` on a tiny course: copies are flagged, independent solutions and stubs are not.
+"""``course similarity``: copies are flagged whatever cheap disguise they wear, independent solutions
+and stubs are not.
 
-The assignment has one given cell and two answer cells (four BLEU helpers, a vocabulary builder).
+A tiny course first: one given cell and two answer cells (four BLEU helpers, a vocabulary builder).
 Fixtures: ``ada`` wrote a solution, ``bob`` copied it with renamed variables, reordered functions and
 new comments; ``carol``, ``dave`` and ``erin`` each wrote a correct solution of their own in another
 style; ``fay`` and ``gus`` submitted the release untouched; ``hal``'s notebook is not JSON.
+
+Then every real assignment: the solution, a copy of it per disguise of tests/similarity_disguises.py
+(each applied to every answer cell), the alternatives catalogue and the release (see ``real_class``).
 """
 from __future__ import annotations
 
+import ast
+import contextlib
 import csv
 import io
 import math
@@ -18,8 +24,13 @@ import nbformat
 import pytest
 
 from course_lib.instructor.course import assignments
+from course_lib.instructor.sample import scratch_course, submit
 from course_lib.instructor.similarity import DEFAULT_THRESHOLD, Pair, collect, compare, given_cells, similarity_report
+from course_lib.instructor.submission import release_stubs, source_cells
 
+from .alternatives import catalogue as alternatives
+from .conftest import ASSIGNMENTS
+from .similarity_disguises import DISGUISES
 from .toy_course import ROOT, cell
 
 ASSIGNMENT = "sim"
@@ -297,19 +308,24 @@ def _notebook(answers: dict[str, str], with_solution_markers: bool = False) -> n
     return notebook
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("similarity")
+def toy_course(root: Path, students: dict[str, dict[str, str]]) -> Path:
+    """The tiny course in ``root``: ada's solution, the stubs released, each student's answers submitted."""
     shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
     for folder, answers in (("solutions", ADA), ("notebooks", STUBS)):
         path = root / folder / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(_notebook(answers), path)
-    for student, answers in (("ada", ADA), ("bob", BOB), ("carol", CAROL), ("dave", DAVE), ("erin", ERIN),
-                             ("fay", STUBS), ("gus", STUBS)):
+    for student, answers in students.items():
         path = root / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         path.parent.mkdir(parents=True)
         nbformat.write(_notebook(answers), path)
+    return root
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    root = toy_course(tmp_path_factory.mktemp("similarity"), {
+        "ada": ADA, "bob": BOB, "carol": CAROL, "dave": DAVE, "erin": ERIN, "fay": STUBS, "gus": STUBS})
     broken = root / "submitted" / "hal" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     broken.parent.mkdir(parents=True)
     broken.write_text('{"cells": [{"cell_type": "code", "source": "def sentence_bleu(')
@@ -368,9 +384,10 @@ def test_untouched_stubs_never_match(pairs):
 
 
 def test_the_fixtures_scores(pairs):
-    """The scores the README quotes (copydetect 0.5.0); far from the threshold on either side."""
-    assert pairs[frozenset(("ada", "bob"))].score > 0.9
-    assert max(pairs[frozenset((a, b))].score for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1:]) < 0.35
+    """The scores the README quotes: bob's copy is ada's answer in canonical form; the independent
+    solutions stay far below the threshold."""
+    assert pairs[frozenset(("ada", "bob"))].score == 1.0
+    assert max(pairs[frozenset((a, b))].score for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1:]) < 0.4
 
 
 def test_the_command_reports_flags_and_unreadable_notebooks(course, tmp_path):
@@ -407,8 +424,174 @@ def test_the_command_line(course, monkeypatch, capsys):
     from course_lib.instructor.cli import main
 
     monkeypatch.chdir(course)
-    assert main(["similarity", ASSIGNMENT, "--threshold", "0.99"]) == 1  # hal's notebook is still unreadable
+    assert main(["similarity", ASSIGNMENT, "--threshold", "0.99"]) == 1
     captured = capsys.readouterr()
-    assert "0 flagged at 0.99" in captured.out and "hal:" in captured.err
+    assert "1 flagged at 0.99" in captured.out and "hal:" in captured.err  # the copy is the same in canonical form
     assert (course / "build" / "similarity" / ASSIGNMENT / "index.html").is_file()
     assert main(["similarity", ASSIGNMENT, "--threshold", "2"]) == 2
+
+
+# --------------------------------------------------------------------------- the real assignments
+# Every assignment of the course, graded by `course similarity` in a scratch course: the instructor's
+# solution, one copy of it per disguise (tests/similarity_disguises.py, applied to every answer cell),
+# the alternatives catalogue (round i answers every exercise that has an i-th alternative with it:
+# independent correct solutions, none repeated in another round) and the untouched release.
+SOLUTION, RELEASE = "solution", "release"
+
+
+def _copy(kind: str) -> str:
+    return f"copy-{kind}"
+
+
+def solution_answers(assignment) -> dict[str, str]:
+    """grade id -> the instructor's answer cell (its solution markers are comments)."""
+    return {c.grade_id: c.source for c in source_cells(assignment.source) if c.kind == "solution"}
+
+
+def real_class(assignment) -> dict[str, dict[str, str]]:
+    """student -> grade id -> the code of that answer cell (a missing grade id keeps the release's stub)."""
+    cells = [c for c in source_cells(assignment.source) if c.kind == "solution"]
+    stubs = release_stubs(assignment.release)
+    solution = solution_answers(assignment)
+    students = {SOLUTION: solution, RELEASE: {}}
+    for kind, disguise in DISGUISES.items():
+        students[_copy(kind)] = {grade_id: disguise(code) for grade_id, code in solution.items()}
+    by_name: dict[str, list[str]] = {}
+    for alternative in alternatives(assignment.id):
+        by_name.setdefault(alternative.target, []).append(alternative.code)
+    for i in range(max((len(codes) for codes in by_name.values()), default=0)):
+        students[f"alternatives-{i + 1}"] = {
+            c.grade_id: "\n\n".join([stubs[c.grade_id], *(by_name[n][i] for n in c.names
+                                                          if i < len(by_name.get(n, ())))]) for c in cells}
+    return students
+
+
+def write_class(course: Path, assignment, students: dict[str, dict[str, str]]) -> None:
+    for student, answers in students.items():
+        notebook = nbformat.read(assignment.release, as_version=4)
+        for notebook_cell in notebook.cells:
+            grade_id = notebook_cell.metadata.get("nbgrader", {}).get("grade_id")
+            if notebook_cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
+                notebook_cell.source = answers[grade_id]
+        nbformat.write(notebook, submit(course, student, assignment.id, assignment.release))
+
+
+def run_similarity(course: Path, assignment_id: str) -> dict[frozenset, dict[str, str]]:
+    """``course similarity ASSIGNMENT`` in ``course``: its pairs.csv rows by pair."""
+    from course_lib.instructor.cli import main
+
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
+        patch.chdir(course)
+        main(["similarity", assignment_id])
+    rows = csv.DictReader((course / "build" / "similarity" / assignment_id / "pairs.csv").open(encoding="utf-8"))
+    return {frozenset((row["student_a"], row["student_b"])): row for row in rows}
+
+
+@pytest.fixture(scope="module", params=[pytest.param(a, id=a.id) for a in ASSIGNMENTS])
+def real_pairs(request, tmp_path_factory) -> tuple[str, dict[frozenset, dict[str, str]]]:
+    assignment = request.param
+    course = tmp_path_factory.mktemp(f"similarity-{assignment.id}")
+    scratch_course(ROOT, course, [assignment])
+    local = assignments(course, [assignment.id])[0]
+    write_class(course, local, real_class(local))
+    return assignment.id, run_similarity(course, assignment.id)
+
+
+@pytest.mark.parametrize("kind", DISGUISES)
+def test_a_disguised_copy_of_a_real_solution_is_flagged(real_pairs, kind):
+    assignment_id, pairs = real_pairs
+    pair = pairs[frozenset((SOLUTION, _copy(kind)))]
+    assert pair["flagged"] == "yes", f"{assignment_id}: the {kind} copy scores {pair['score']}"
+
+
+def test_independent_real_solutions_are_not_flagged(real_pairs):
+    """The alternatives catalogue's rounds against the solution, each other and every disguised copy."""
+    assignment_id, pairs = real_pairs
+    flagged = [f"{' · '.join(sorted(pair))}: {row['score']}" for pair, row in pairs.items()
+               if row["flagged"] and any(student.startswith("alternatives-") for student in pair)]
+    assert not flagged, f"{assignment_id}: {flagged}"
+
+
+def test_the_untouched_release_matches_nobody(real_pairs):
+    assignment_id, pairs = real_pairs
+    assert {row["score"] for pair, row in pairs.items() if RELEASE in pair} == {"0.000"}, assignment_id
+
+
+def _run_answers(assignment, answers: dict[str, str]) -> dict:
+    """The namespace after the release's imports and then every answer cell, in order, have run."""
+    imports = []
+    for code in given_cells(assignment):
+        try:
+            tree = ast.parse("\n".join("" if line.startswith("%") else line for line in code.split("\n")))
+        except SyntaxError:
+            continue
+        imports += [s for s in tree.body if isinstance(s, (ast.Import, ast.ImportFrom))]
+    space: dict = {}
+    exec(compile(ast.Module(imports, []), "<imports>", "exec"), space)
+    for code in answers.values():  # the course's solution, disguised by our own fixtures
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(code, space)
+    return space
+
+
+def _probe_attention(space: dict) -> list:
+    torch = space["torch"]
+    torch.manual_seed(0)
+    x, mask = torch.randn(2, 3, 5), torch.rand(2, 3, 5) > 0.3
+    mask[0, 0] = False
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+    torch.manual_seed(1)
+    additive = space["AdditiveAttention"](4, 4, 7)
+    return [space["softmax"](x), space["masked_softmax"](x, mask), *space["attention_lookup"](q[0, 0], k[0], v[0]),
+            *space["scaled_dot_product_attention"](q, k, v, mask), space["dot_product_score_std"](64),
+            space["score_tensor_floats"](2, 3, 4, 5, "additive"), *additive(q, k, v, mask)]
+
+
+def _probe_bleu(space: dict) -> list:
+    hypothesis, references = "the cat sat on the mat".split(), ["the cat is on the mat".split(), "a cat sat".split()]
+    return [space["ngrams"](hypothesis, 2), space["modified_precision"](hypothesis, references, 2),
+            space["repeated_word_precision"]("the", 7, references), space["brevity_penalty"](5, 7),
+            space["brevity_penalty"](0, 3), space["best_possible_bleu"](10, 12),
+            space["corpus_bleu"](["the cat sat on the mat", "a dog"], [["the cat is on the mat"], ["a dog runs"]]),
+            space["sentence_bleu"]("the cat sat on the mat", ["the cat is on the mat", "a cat sat on a mat"])]
+
+
+PROBES = {"02_attention": _probe_attention, "06_bleu": _probe_bleu}
+
+
+@pytest.mark.parametrize("kind", DISGUISES)
+@pytest.mark.parametrize("assignment_id", PROBES)
+def test_a_disguise_computes_what_the_original_computes(assignment_id, kind):
+    """The disguises are copies a student could hand in: the disguised answers give the solution's results."""
+    import torch
+
+    assignment = assignments(ROOT, [assignment_id])[0]
+    solution = solution_answers(assignment)
+    disguised = {grade_id: DISGUISES[kind](code) for grade_id, code in solution.items()}
+    assert disguised != solution
+    probe = PROBES[assignment_id]
+    torch.testing.assert_close(probe(_run_answers(assignment, disguised)), probe(_run_answers(assignment, solution)))
+
+
+def test_answers_that_are_not_plain_python_are_compared_and_reported(tmp_path):
+    """A cell Python cannot parse is compared as raw tokens; IPython magics are set aside; a
+    pathological cell (a helper of 1500 chained statements, an expression nested too deep for Python
+    to parse) breaks nothing but its own comparison."""
+    no_colon = ADA["answer_bleu"].replace("def brevity_penalty(c, r):", "def brevity_penalty(c, r)")
+    broken = dict(ADA, answer_bleu=no_colon)
+    renamed_broken = {grade_id: code.replace("candidate", "hyp").replace("references", "refs") + "\n# mine"
+                      for grade_id, code in broken.items()}
+    chain = "\n\ndef chain(x):\n    y0 = x\n" + "".join(f"    y{i + 1} = y{i} * 2 + 1\n" for i in range(1500)) + \
+        "    return y1500"
+    called = CAROL["answer_bleu"].replace("def brevity_penalty(c, r):\n", "def brevity_penalty(c, r):\n    chain(c)\n")
+    students = {"ada": ADA, "ivy": broken, "jay": renamed_broken, "carol": CAROL,
+                "kim": dict(CAROL, answer_bleu=called + chain),
+                "lee": dict(CAROL, answer_vocab=CAROL["answer_vocab"] + "\n\nDEEP = " + " + ".join(["1"] * 6000)),
+                "mia": {grade_id: f"%time\n!echo hi\n{code}" for grade_id, code in ADA.items()}}
+    root = toy_course(tmp_path, students)
+    pairs = run_similarity(root, ASSIGNMENT)
+    assert pairs[frozenset(("ivy", "jay"))]["flagged"] == "yes"  # the same unparseable cell, renamed
+    assert pairs[frozenset(("ada", "mia"))]["score"] == "1.000"
+    assert len(pairs) == 21  # every submission compared with every other
+    for padded in ("kim", "lee"):  # carol's answers, one cell padded with a pathological part
+        assert pairs[frozenset(("carol", padded))]["flagged"] == "yes"
