@@ -281,8 +281,7 @@ def _hub(arguments: argparse.Namespace, root) -> int:
         return collect_zip(root, arguments.assignment, Path(arguments.zip))
     from .exchange import collect_from_exchange
 
-    collect_from_exchange(assignments(root, [arguments.assignment])[0])
-    return 0
+    return collect_from_exchange(assignments(root, [arguments.assignment])[0]).status
 
 
 if __name__ == "__main__":
