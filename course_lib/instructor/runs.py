@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 import shutil
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
@@ -138,6 +139,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
             shutil.copytree(path, inbox / name, dirs_exist_ok=True, copy_function=copy)
         else:
             shutil.copy(path, inbox / name)
+    _readable_by_the_sandbox(inbox)
     steps = len(plan["cells"]) + len(plan.get("replay", []))
     skip: dict[int, str] = {}
     started = time.monotonic()
@@ -148,6 +150,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
         run.outbox.mkdir()
         (inbox / "plan.json").write_text(json.dumps({**plan, "skip": {str(k): v for k, v in skip.items()}}),
                                          encoding="utf-8")
+        os.chmod(inbox / "plan.json", 0o644)
         remaining = limits.wall_s - (time.monotonic() - started)
         watch = StepWatch(run.outbox / "events.jsonl", limits.cell_s)
         try:
@@ -178,6 +181,20 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
             break
     run.seconds = time.monotonic() - started
     return run
+
+
+def _readable_by_the_sandbox(inbox: Path) -> None:
+    """Every folder of the inbox 0755 and every file 0644, whatever the umask: a root grader's runs
+    drop to a slot user who owns none of it, and `course` runs with umask 077 (access.py). The inbox
+    lies inside the course's private build/ folder, which that user reaches only through the
+    sandbox's bind mount."""
+    for folder, _, names in os.walk(inbox):
+        os.chmod(folder, 0o755)
+        for name in names:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode) and stat.S_IMODE(mode) != 0o644:
+                os.chmod(path, 0o644)
 
 
 def _link_or_copy(source: str, target: str) -> str:
