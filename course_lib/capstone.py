@@ -106,7 +106,7 @@ def _load(spec: CourseModel, path: Path, device: torch.device) -> tuple[nn.Modul
 def retrain(spec: CourseModel, hp: dict, device: torch.device,
             progress: bool = True) -> tuple[nn.Module, Any, Vocab, Vocab, str]:
     """Train ``spec`` with its recipe and this profile's preset, ``hp`` replacing some of the recipe's
-    hyperparameters (e.g. ``n_train`` and ``steps``: a shorter run, the same on any machine).
+    hyperparameters (e.g. ``n_train`` and ``steps``: a shorter run, however fast the machine).
 
     Returns the model (eval mode), its config, both vocabularies and a one-line description.
     """

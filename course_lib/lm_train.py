@@ -8,7 +8,8 @@
 
 ``train_lm`` runs that loop for a number of updates, with a progress bar (its ETA is this machine's)
 and the validation loss on fixed windows every ``eval_every`` steps; ``estimate_lm_time`` says how
-long it will take before it starts. The result depends on the config and the seed, not on the machine.
+long it will take before it starts. The result depends on the config and the seed, not on the machine's speed
+(the same arithmetic gives the same numbers; another thread count or CPU can change their last digits).
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from course_lib.checkpoints import record_results, runs_dir, save_checkpoint
 from course_lib.train import History, linear_warmup, pick_device, train
 
 # n_train: training pairs; max_tokens: padded tokens per batch (per process under DDP); steps: the
-# training, in updates (the schedule is defined over them, so the model is the same on any machine;
+# training, in updates (the schedule is defined over them, so the model does not depend on the speed;
 # each laptop notebook is sized for at most 5 minutes on 2 idle CPU cores, measured in
 # benchmarks/README.md); n_test/n_long: sentences of test/test_long scored with BLEU. No profile
 # has a time limit: `course train --minutes` (max_minutes) adds one as a safety net that says when it stops a run.

@@ -6,7 +6,7 @@
         ...
 
 Training is counted in updates: ``steps`` fixes the run, and with it the schedule and the result,
-whatever the machine. How fast the machine is changes only the time, which ``estimate_time``
+however fast or busy the machine. Its speed changes only the time, which ``estimate_time``
 measures on a copy before the run and the progress bar shows as its ETA. ``max_minutes`` is a
 safety net, off unless given: when hit, the run stops and says so in one line (``History.stopped_early``).
 
@@ -64,8 +64,8 @@ class History:
     """What ``train`` recorded; ``step[i]`` is the update count at which ``loss[i]`` etc. were logged.
 
     ``step``, ``loss``, ``grad_norm``, ``lr`` and ``eval`` are the run's result: they depend on the
-    seed, the data and ``steps``, never on the machine. ``tokens_per_s`` and ``minutes`` measure
-    this machine's speed.
+    seed, the data and ``steps``, not on the machine's speed or load (another thread count or CPU
+    can change the last digits of the arithmetic). ``tokens_per_s`` and ``minutes`` measure this machine's speed.
     """
 
     step: list[int] = field(default_factory=list)  # updates done when logged
