@@ -13,9 +13,10 @@ what :func:`.plain.compare` checks itself.
 
 No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
 it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
-(:class:`.runs.ProbeServer`). A hidden check runs in a fork of its own, which asks for its input,
-replays it, writes its result and exits: no process of the student's ever holds two hidden inputs,
-or carries anything from one hidden check to the next. What an exercise forbids is blocked
+(:class:`.runs.ProbeServer`). The hidden checks of a test cell run in a fork of their own, which
+asks for each input as its check starts, replays it and writes its result, and exits after the
+cell's last check: the main run never holds a hidden input, and nothing a hidden check leaves
+reaches another test cell's checks or the answer cells that run later. What an exercise forbids is blocked
 whenever its code runs: while its answer cell runs and while each of its checks replays.
 """
 from __future__ import annotations
@@ -219,26 +220,54 @@ def main(argv: list[str]) -> int:
         if plan["mode"] == "check":
             save(once(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
 
+    def replayed(index: int) -> bool:
+        """Whether probe ``index`` wrote its result (and, checking the solution, its perturbed one)."""
+        return (outbox / "replay" / f"{index}.pt").is_file() and \
+            (plan["mode"] != "check" or (outbox / "replay" / f"{index}.perturbed.pt").is_file())
+
+    def hidden_checks(group: list[tuple[int, int]]) -> None:
+        """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
+        after the other, each input asked for only as its check starts: no process of the main run
+        ever holds a hidden input, and the forks cost one per test cell, not one per probe. A fork that
+        dies ends the check it was in (the parent says how); the rest run in a new fork."""
+        while group:
+            def each() -> None:
+                events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
+                for step, index in group:
+                    events.emit(step=step, start=True)
+                    check(index)
+                    events.emit(step=step, ok=True)
+
+            status = _in_fork(each)
+            left = [(step, index) for step, index in group if not replayed(index)]
+            if not left:
+                return
+            (step, _), group = left[0], left[1:]
+            # exit status 0 with no result: the check ran and returned nothing, which grading says
+            events.emit(step=step, ok=status == 0, **({"exit": status} if status else {}))
+
     def replay_after(position: int) -> None:
         """The probes whose test cell stood right after plan step ``position``."""
+        group: list[tuple[int, int]] = []  # the hidden probes of one test cell, consecutive
         for offset, index in enumerate(plan.get("replay", [])):
             if min(after.get(index, last), last) != position:
                 continue
             step = len(plan["cells"]) + offset
+            hidden = calls[index].get("segment") == "hidden"
+            if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and step not in skip):
+                hidden_checks(group)
+                group = []
             if step in skip:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
-                continue
-            events.emit(step=step, start=True)
-            if calls[index].get("segment") == "hidden":
-                status = _in_fork(lambda: check(index))
-                if status:  # the parent says what ended it (a signal, an exit status)
-                    events.emit(step=step, ok=False, exit=status)
-                    continue
+            elif hidden:
+                group.append((step, index))
             else:
+                events.emit(step=step, start=True)
                 check(index)
                 if os.getpid() != main_pid:
                     os._exit(0)
-            events.emit(step=step, ok=True)
+                events.emit(step=step, ok=True)
+        hidden_checks(group)
 
     if not recorder:
         replay_after(-1)  # probes of a test cell that stood before every cell of the plan
