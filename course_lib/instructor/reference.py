@@ -9,6 +9,7 @@ Results are cached under ``build/autograde/<assignment>/`` per source notebook a
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
@@ -20,6 +21,7 @@ import torch
 
 from .course import Assignment, CourseError
 from .plain import compare, error_message
+from .pyparse import parse
 from .redacted import redacted_course_lib
 from .runs import Run, run_plan
 from .sandbox import Limits, Sandbox
@@ -43,12 +45,53 @@ class Reference:
         return self.loaded[k]
 
 
-def _key(cells: list[Cell]) -> str:
-    import course_lib
+COURSE_LIB = Path(__file__).resolve().parents[1]
+# The grader and the modules that run in the sandbox: of the tooling, a grade depends only on what
+# these import, so that editing the publishing or class tooling (slides, lms, similarity, hub, ...)
+# keeps every saved grade and a rerun resumes instead of grading the whole class again.
+GRADING_ENTRY_POINTS = ("autograde", "runner", "zygote")
 
+
+def grading_sources(package: Path) -> list[Path]:
+    """The files of course_lib (the folder ``package``) that a grade depends on: every module but the
+    tooling's, and of ``instructor/`` the modules :data:`GRADING_ENTRY_POINTS` import, directly or not
+    (read from their ``import`` statements, so a new module is counted as soon as the grader uses it)."""
+    tooling = package / "instructor"
+    sources = [path for path in package.rglob("*.py") if tooling not in path.parents]
+    graded, todo = set(), list(GRADING_ENTRY_POINTS)
+    while todo:
+        name = todo.pop()
+        path = tooling / f"{name}.py"
+        if name in graded or not path.is_file():
+            continue
+        graded.add(name)
+        todo += _tooling_imports(parse(path.read_text(encoding="utf-8")))
+    return sorted(sources + [tooling / f"{name}.py" for name in graded])
+
+
+def _tooling_imports(tree: ast.Module) -> list[str]:
+    """The names a module imports from the tooling package: ``from .x import``, ``from . import x``,
+    ``from course_lib.instructor(.x) import``, ``import course_lib.instructor.x``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 1 or module.startswith("course_lib.instructor"):
+                inside = module.removeprefix("course_lib.instructor").lstrip(".") if node.level == 0 else module
+                found += [inside.split(".")[0]] if inside else [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [alias.name.split(".")[2] for alias in node.names
+                      if alias.name.startswith("course_lib.instructor.")]
+    return found
+
+
+def grader_key(cells: list[Cell], package: Path | None = None) -> str:
+    """What a reference and the grades against it depend on: the assignment's cells, the course_lib
+    files of :func:`grading_sources` (of :data:`COURSE_LIB` by default) and torch's version."""
+    package = package or COURSE_LIB
     digest = hashlib.sha256(json.dumps([c.as_plan() for c in cells]).encode())
-    for path in sorted(Path(course_lib.__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    for path in grading_sources(package):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     digest.update(torch.__version__.encode())
     return digest.hexdigest()[:16]
 
@@ -87,7 +130,7 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
     random state; the check run's record (with gradients, where the cell checks them) is what the
     students' answers are compared with.
     """
-    folder = assignment.root / "build" / "autograde" / assignment.id / f"reference-{_key(cells)}"
+    folder = assignment.root / "build" / "autograde" / assignment.id / f"reference-{grader_key(cells)}"
     if (folder / "usable.json").is_file():
         usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
         return Reference(folder, json.loads((folder / "probes.json").read_text()), usable)
