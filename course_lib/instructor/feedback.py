@@ -82,9 +82,10 @@ def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
 
 
 def student_answers(root: Path, assignment, student: str, cells: list, ids: dict[str, str]) -> dict[str, str]:
-    """The student's answer cells (grade_id -> code) as the grader read them, given the source's
-    ``cells`` and cell ``ids``; none if the submission cannot be read."""
-    folder = root / "submitted" / student / assignment.id
+    """The student's answer cells (grade_id -> code) as they were graded, given the source's ``cells``
+    and cell ``ids``: read from the graded copy under ``autograded/``, not from ``submitted/``, which a
+    student may have replaced since; none when no graded copy can be read."""
+    folder = root / "autograded" / student / assignment.id
     try:
         raw = read_submission(folder / assignment.release.name, root=folder)
     except Unreadable:
