@@ -33,12 +33,11 @@ from course_lib.instructor.plain import compare, plain
 from course_lib.instructor.sandbox import Limits, Sandbox
 from course_lib.instructor.submission import source_cells
 
+from .system import needs_bwrap, require_bwrap
 from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
 from .submissions.toy import ANSWERS, ASSIGNMENT, HIDDEN_EXPECTED, HIDDEN_INPUT, POINTS, make_course
 
 ROOT = Path(__file__).resolve().parents[1]
-HAS_BWRAP = shutil.which("bwrap") is not None
-needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
 
 
 def batch_test(test):
@@ -134,8 +133,7 @@ def _grade_the_catalogue(root: Path) -> dict:
 @pytest.fixture(scope="session")
 def batch(tmp_path_factory):
     """The catalogue graded once per test run, whichever xdist worker asks first (the other waits)."""
-    if not HAS_BWRAP:
-        pytest.skip("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    require_bwrap()
     shared = tmp_path_factory.getbasetemp()
     shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
     folder = shared / "autograde-catalogue"
@@ -348,8 +346,9 @@ def grade_in_order(root: str, students: list[str]) -> list[dict]:
 def grader_account(tmp_path_factory):
     """A real unprivileged account to run the grader as (bwrap then makes a user namespace of its
     own), and a Python it can run that imports this environment's packages."""
-    if os.geteuid() != 0 or not shutil.which("useradd") or not HAS_BWRAP:
-        pytest.skip("needs root (to make an account) and bubblewrap")
+    require_bwrap()
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("needs root (to make an account)")
     from .test_hub import student_python
 
     name = f"grader{os.getpid() % 100000}"

@@ -20,9 +20,10 @@ from course_lib.instructor.reference import plan_limits
 from course_lib.instructor.runs import run_plan
 from course_lib.instructor.sandbox import Limits, Sandbox
 
+from .system import needs_bwrap
+
 # Sandboxed runs, like tests/test_autograde.py's: `make test-fast` leaves them out with the notebooks.
-pytestmark = [pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed"),
-              pytest.mark.notebook]
+pytestmark = [needs_bwrap, pytest.mark.notebook]
 
 LIMITS = Limits(cell_s=60.0, student_s=120.0)
 
