@@ -70,15 +70,13 @@ class Fingerprinted:
 
 
 def answer_cells(assignment: Assignment, student: str) -> dict[str, str]:
-    """One student's answer code per solution grade id, in the notebook's order; :class:`Unreadable` with the reason."""
+    """One student's answer code per solution grade id, in the notebook's order; :class:`Unreadable` with the
+    reason. The submission is what ``course autograde`` grades: the release's notebook name, nothing else
+    (a renamed notebook is reported by both, with what the folder holds)."""
     submitted = assignment.root / "submitted"
     folder = submitted / student / assignment.id
     no_links(folder, submitted)
-    notebook = folder / assignment.release.name
-    if not notebook.exists():  # a renamed notebook ("toy-Copy1.ipynb") is still the student's work
-        others = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
-        notebook = others[0] if len(others) == 1 else notebook
-    raw = read_submission(notebook, root=folder)
+    raw = read_submission(folder / assignment.release.name, root=folder)
     cells = source_cells(assignment.source)
     found = answers(raw, cells, cell_ids(assignment.source))
     return {c.grade_id: safe_text(found.code[c.grade_id]) for c in cells
