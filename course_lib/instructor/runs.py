@@ -164,15 +164,6 @@ def _parse(lines: list[bytes]) -> list[dict]:
     return events
 
 
-def read_events(path: Path) -> list[dict]:
-    """The events of a finished run's ``events.jsonl`` (its first ``MAX_EVENTS_BYTES``), read without
-    following a link or opening a FIFO; none when it is missing or not a regular file."""
-    try:
-        return _parse(read_range(path, 0, MAX_EVENTS_BYTES).split(b"\n"))
-    except (Unreadable, OSError):
-        return []
-
-
 def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
              slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
              course_lib: Path | None = None, warm: bool = False, budget: Budget | None = None,
