@@ -17,7 +17,6 @@ Per assignment, one batch in a scratch course (the course's own gradebook is nev
 from __future__ import annotations
 
 import io
-import shutil
 from pathlib import Path
 
 import nbformat

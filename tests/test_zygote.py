@@ -149,7 +149,8 @@ def test_one_zygote_serves_course_libs_that_differ_only_where_it_imported_nothin
             with open(copy / module, "a") as source:
                 source.write(f"\nMARK = {name!r}\n")
         copies[name] = copy
-    look = "import course_lib.bleu, course_lib.grading\nprint('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))"
+    look = ("import course_lib.bleu, course_lib.grading\n"
+            "print('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))")
     seen = {}
     with Sandbox() as sandbox:
         for name in ("main", "cascade", "main", "machinery"):

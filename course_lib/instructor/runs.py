@@ -1,7 +1,8 @@
 """One sandboxed run of a plan of cells, resumed past every cell that crashes or hangs.
 
 The runner reports each step's start and end in ``events.jsonl``; the parent times the running step
-from it, in CPU seconds of the sandbox (a wall-clock backstop aside: :func:`.sandbox.backstop`). The parent creates that file itself before each run and reads it through the descriptor it
+from it, in CPU seconds of the sandbox (a wall-clock backstop aside: :func:`.sandbox.backstop`).
+The parent creates that file itself before each run and reads it through the descriptor it
 keeps, so whatever the student's code later puts at its path (a FIFO, a link) changes nothing it
 reads; everything else read back from the outbox goes through :mod:`.untrusted`. When a step
 breaks a limit or kills the process, the plan runs again from the start with that step skipped and
