@@ -26,7 +26,8 @@ from types import SimpleNamespace
 import pytest
 
 from course_lib.instructor import gradebook
-from course_lib.instructor.autograde import FAILED, GRADED, RECORD, REVIEW, Check, Result, autograde, needs_attention
+from course_lib.instructor.autograde import autograde, needs_attention
+from course_lib.instructor.records import FAILED, GRADED, RECORD, REVIEW, Check, Result
 from course_lib.instructor.course import CourseError
 from course_lib.instructor.lint import bound_names, lint
 from course_lib.instructor.plain import compare, plain

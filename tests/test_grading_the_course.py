@@ -22,7 +22,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor.autograde import GRADED, autograde
+from course_lib.instructor.autograde import autograde
+from course_lib.instructor.records import GRADED
 from course_lib.instructor.feedback import exercises
 from course_lib.instructor.sample import scratch_course, submit
 from course_lib.instructor.submission import source_cells

@@ -27,15 +27,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
-import os
 import queue
 import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, TextIO
 
@@ -54,37 +52,8 @@ from .sandbox import Budget, Limits, Sandbox, describe_exit
 from .scrub import Scrubber, probe_values
 from .submission import (MAX_NOTEBOOK_BYTES, Answers, Cell, Unreadable, answers, cell_ids, graded_plan,
                          read_submission, release_stubs, replay_after, source_cells)
-from .untrusted import Missing, no_links, read_bytes, safe_data, safe_text
-from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW  # noqa: F401 (re-exported)
-
-
-@dataclass
-class Check:
-    """One graded test cell of one student."""
-
-    grade_id: str
-    points: float
-    score: float
-    status: str  # "passed", "failed" or "review"
-    message: str  # what the student sees: the check's failure message, or why a person must look
-    verified: bool  # the grader compared the answers on its probes itself
-
-
-@dataclass
-class Result:
-    student: str
-    assignment: str
-    status: str
-    score: float | None
-    max_score: float
-    checks: list[Check] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # why it needs a person, or why it failed
-    notes: list[str] = field(default_factory=list)  # what the student should know about their submission
-    findings: list[str] = field(default_factory=list)  # what the lint found in the answer cells
-    seconds: float = 0.0
-    submission: str = ""  # digest of what was graded (submission_digest): a rerun keeps an unchanged one
-    grader: str = ""  # the reference it was graded against (its cache key: tests, solution and course_lib)
-    kept: bool = False  # not graded in this run: the submission and the grader are those of the record
+from .untrusted import Missing, no_links, read_bytes, safe_text
+from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Check, Result, read_record, record_folder, write_record
 
 
 @dataclass
@@ -478,7 +447,7 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     """The student's record, graded notebook and log under ``autograded/``, their grades in the gradebook."""
     if result.status == NOT_SUBMITTED:
         return
-    folder = root / "autograded" / result.student / assignment.id
+    folder = record_folder(root, result.student, assignment.id)
     folder.mkdir(parents=True, exist_ok=True)
     graded = work / result.student / assignment.release.name
     if graded.is_file():
@@ -492,10 +461,7 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     if result.status == FAILED:
         scores = {c.grade_id: None for c in _test_cells(assignment)}
     gradebook.save(url, assignment.id, assignment.release.stem, result.student, scores, review, timestamp)
-    # The record last, and whole or not at all: a record says its grades are in the gradebook.
-    partial = folder / f".{RECORD}.partial"
-    partial.write_text(json.dumps(safe_data(asdict(result)), indent=1), encoding="utf-8")
-    os.replace(partial, folder / RECORD)
+    write_record(folder, result)  # the record last: a record says its grades are in the gradebook
     shutil.rmtree(work / result.student, ignore_errors=True)
 
 
@@ -524,13 +490,11 @@ def unchanged(root: Path, assignment: Assignment, student: str, grader: str, in_
               ) -> Result | None:
     """The saved result of ``student`` when it still stands: the same submission graded by the same
     grader, saved whole, with the gradebook holding its grades and no grader trouble in its reasons."""
-    path = root / "autograded" / student / assignment.id / RECORD
     try:
-        record = json.loads(read_bytes(path, 16 << 20, root=root / "autograded").decode("utf-8"))
-        result = Result(**{**record, "checks": [Check(**check) for check in record["checks"]]})
-    except (Unreadable, ValueError, TypeError, KeyError):  # none yet, or not one this version wrote
+        result = read_record(root, student, assignment.id)
+    except BadRecord:  # not one this version wrote: graded again
         return None
-    if result.grader != grader or not result.submission or \
+    if result is None or result.grader != grader or not result.submission or \
             result.submission != submission_digest(root, assignment, student) or \
             any(reason.startswith(GRADER_ERROR) or NOT_SAVED in reason for reason in result.reasons):
         return None

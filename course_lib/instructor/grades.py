@@ -13,15 +13,14 @@ row, never the export.
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from . import gradebook
-from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW
+from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
 from .course import Assignment
-from .untrusted import csv_cell, safe_data, safe_text
+from .untrusted import csv_cell, safe_text
 
 NOT_GRADED = "not graded yet"
 COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
@@ -47,11 +46,10 @@ def _exists(url: str) -> bool:
 def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -> dict:
     row = {"student": student, "assignment": assignment.id, "status": NOT_SUBMITTED,
            "score": "", "max_score": "", "why": ""}
-    record_path = root / "autograded" / student / assignment.id / RECORD
     try:
-        record = _record(record_path) if record_path.is_file() else None
-    except (OSError, ValueError, TypeError, KeyError, RecursionError) as error:
-        why = f"the grading record {RECORD} cannot be read ({type(error).__name__}): run course autograde again"
+        record = read_record(root, student, assignment.id)
+    except BadRecord as error:
+        why = f"the grading record cannot be read ({error}): run course autograde again"
         row.update(status=f"{FAILED} ({why})", why=why)
         return row
     if score is not None:
@@ -60,27 +58,18 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
         if score is None and (root / "submitted" / student / assignment.id).is_dir():
             row["status"] = NOT_GRADED
         return row
-    row["max_score"] = row["max_score"] or _number(record["max_score"])
-    if record["status"] == FAILED:
-        row.update(status=f"{FAILED} ({'; '.join(record['reasons'])})", score="", why="; ".join(record["reasons"]))
-    elif record["status"] == REVIEW:
-        flagged = {c["grade_id"] for c in record["checks"] if c["status"] == "review"}
+    row["max_score"] = row["max_score"] or _number(record.max_score)
+    if record.status == FAILED:
+        row.update(status=f"{FAILED} ({'; '.join(record.reasons)})", score="", why="; ".join(record.reasons))
+    elif record.status == REVIEW:
+        flagged = {c.grade_id for c in record.checks if c.status == "review"}
         pending = flagged - set((score or {}).get("manual", {}))
         if pending or not flagged:  # whole-submission reasons stay until the next autograde run
-            why = "; ".join(record["reasons"])
+            why = "; ".join(record.reasons)
             row.update(status=f"{REVIEW} ({why})", why=why)
-    elif record["status"] == NOT_SUBMITTED:
+    elif record.status == NOT_SUBMITTED:
         row["status"] = NOT_SUBMITTED
     return row
-
-
-def _record(path: Path) -> dict:
-    record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
-    if not isinstance(record, dict) or not isinstance(record.get("reasons"), list) or \
-            not isinstance(record.get("checks"), list) or "status" not in record or "max_score" not in record:
-        raise ValueError("not a grading record")
-    record["reasons"] = [str(r) for r in record["reasons"]]
-    return record
 
 
 def _number(value: float | None) -> str:
