@@ -130,3 +130,17 @@ def test_without_bubblewrap_a_sandboxed_test_skips_here_and_fails_in_ci(tmp_path
     assert f"1 {outcome}" in done.stdout and (done.returncode != 0) == bool(ci), done.stdout[-2000:]
     reason = next(line for line in done.stdout.splitlines() if "bubblewrap (bwrap) is not installed" in line)
     assert "CI's setup step should have" in reason if ci else "make setup does" in reason
+
+
+def test_the_protocol_is_read_on_both_sides_and_imports_only_the_standard_library():
+    """protocol.py is imported inside the sandbox, before any student code: nothing of the grader."""
+    from course_lib.instructor.protocol import Plan
+
+    tree = ast.parse((ROOT / "course_lib" / "instructor" / "protocol.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    plan = Plan("grade", [{"kind": "other"}], {"processes": 8}, [3, 5], {3: 0, 5: 1}, [5], True, {2: "a limit"})
+    assert Plan.loads(plan.dumps()) == plan
+    with pytest.raises(ValueError, match="mode"):
+        Plan("run", [], {})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from course_lib.instructor.protocol import Plan
 from course_lib.instructor.reference import plan_limits
 from course_lib.instructor.runs import run_plan
 from course_lib.instructor.sandbox import Limits, Sandbox
@@ -93,9 +94,8 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def _plan(code: str) -> dict:
-    return {"mode": "grade", "cells": [{"kind": "other", "grade_id": None, "source": code, "names": []}],
-            "limits": plan_limits(LIMITS), "replay": []}
+def _plan(code: str) -> Plan:
+    return Plan("grade", [{"kind": "other", "grade_id": None, "source": code, "names": []}], plan_limits(LIMITS))
 
 
 def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):

@@ -46,7 +46,7 @@ from .lint import Finding, bound_names, lint
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
 from .plain import Mismatch, compare, error_message
 from .redacted import reference_sources
-from .reference import Reference, build_reference, load_result, plan_limits, redacted_for, references_of
+from .reference import Reference, build_reference, load_result, make_plan, redacted_for, references_of
 from .runs import Run, run_plan
 from .sandbox import Budget, Limits, Sandbox, describe_exit
 from .scrub import Scrubber, probe_values
@@ -253,9 +253,7 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     # no cell after the last replay can change a result: a cascade of early exercises skips the rest
     cells = graded_plan(context.cells, found, context.stubs)[:max(after.values(), default=-1) + 1]
     keep = {name for k in replay for name in context.reference.calls[k].get("binds", {})} if bind else set()
-    plan = {"mode": "grade", "cells": [c.as_plan() for c in cells], "limits": plan_limits(context.limits),
-            "replay": replay, "bind": bind, "replay_after": after,
-            "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
+    plan = make_plan("grade", cells, context.limits, context.cells, context.reference.calls, replay, bind=bind)
     course_lib = redacted_for(context.assignment, context.cells, context.reference.calls, keep) \
         if keep else context.course_lib
     queued = time.monotonic()

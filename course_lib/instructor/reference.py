@@ -21,6 +21,7 @@ import torch
 
 from .course import Assignment, CourseError
 from .plain import compare, error_message
+from .protocol import Plan
 from .pyparse import parse
 from .redacted import redacted_course_lib
 from .runs import Run, run_plan
@@ -134,17 +135,15 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
     if (folder / "usable.json").is_file():
         usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
         return Reference(folder, json.loads((folder / "probes.json").read_text()), usable)
-    plan = {"mode": "record", "cells": [c.as_plan() for c in cells], "limits": plan_limits(limits)}
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
-        record = run_plan(sandbox, Path(scratch) / "record", plan, files, limits)
+        record = run_plan(sandbox, Path(scratch) / "record", make_plan("record", cells, limits), files, limits)
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
         check_cells = graded_plan(cells, solution, {})
         check = run_plan(sandbox, Path(scratch) / "check",
-                         {"mode": "check", "cells": [c.as_plan() for c in check_cells], "limits": plan_limits(limits),
-                          "replay": replayable, "replay_after": replay_after(cells, calls, replayable)},
+                         make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
                          {**files, "probes.json": record.outbox / "probes.json"},
                          limits, course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
@@ -168,9 +167,7 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         sampled = [k for k, call in enumerate(calls) if call.get("sampled")]
         if sampled:
             samples = run_plan(sandbox, Path(scratch) / "samples",
-                               {"mode": "grade", "cells": [c.as_plan() for c in check_cells],
-                                "limits": plan_limits(limits), "replay": sampled, "sampled": sampled,
-                                "replay_after": replay_after(cells, calls, sampled)},
+                               make_plan("grade", check_cells, limits, cells, calls, sampled, sampled=sampled),
                                {**files, "probes.json": record.outbox / "probes.json"},
                                limits, course_lib=redacted_for(assignment, cells, calls),
                                probe_inputs=record.outbox / "probes")
@@ -204,10 +201,7 @@ def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], san
     if not stubs or not kept:
         return
     plan_cells = graded_plan(cells, Answers({}), stubs)
-    run = run_plan(sandbox, scratch / "release", {"mode": "grade", "cells": [c.as_plan() for c in plan_cells],
-                                                  "limits": plan_limits(limits), "replay": kept,
-                                                  "replay_after": replay_after(cells, calls, kept),
-                                                  "sampled": [k for k in kept if calls[k].get("sampled")]},
+    run = run_plan(sandbox, scratch / "release", make_plan("grade", plan_cells, limits, cells, calls, kept),
                    {**files, "probes.json": recorded / "probes.json"}, limits,
                    course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
     passed = {}
@@ -238,6 +232,17 @@ def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
 
 def plan_limits(limits: Limits) -> dict:
     return {"memory_bytes": limits.memory_bytes, "processes": limits.processes, "file_bytes": limits.file_bytes}
+
+
+def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] = (), calls: list[dict] = (),
+              replay: list[int] = (), sampled: list[int] | None = None, bind: bool = False) -> Plan:
+    """The plan of a run of ``cells`` replaying the probes ``replay`` (of ``calls``), each after the
+    plan step its test cell followed in ``source`` (the source notebook's cells); ``sampled``: the
+    probes replayed from several seeds (by default those ``calls`` marks as random)."""
+    replay = list(replay)
+    return Plan(mode, [c.as_plan() for c in cells], plan_limits(limits), replay,
+                replay_after(source, calls, replay) if replay else {},
+                [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind)
 
 
 MAX_RESULT_BYTES = 256 << 20

@@ -26,16 +26,14 @@ import os
 import resource
 import shutil
 import socket
-import struct
 import sys
 import time
 import traceback
 from pathlib import Path
 
+from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, Plan
+
 MESSAGE_CHARS = 2_000
-REQUEST = struct.Struct("<q")  # the probe asked for
-COUNT = struct.Struct("<I")  # inputs in the answer (0: refused)
-BLOB = struct.Struct("<qQ")  # one input: its probe, its length; then its bytes
 
 
 class Events:
@@ -138,8 +136,8 @@ def main(argv: list[str]) -> int:
     inbox, outbox = Path(argv[0]), Path(argv[1])
     if "--drop-to" in argv:
         _drop_privileges(int(argv[argv.index("--drop-to") + 1]))
-    plan = json.loads((inbox / "plan.json").read_text(encoding="utf-8"))
-    _limit(plan["limits"])
+    plan = Plan.loads((inbox / PLAN).read_text(encoding="utf-8"))
+    _limit(plan.limits)
     for folder in ("tmp", "runs"):
         (Path(os.environ.get("HOME", ".")) / folder).mkdir(exist_ok=True)
     if (inbox / "files").is_dir():  # the files released beside the notebook (never the student's own)
@@ -149,7 +147,7 @@ def main(argv: list[str]) -> int:
             elif path.suffix != ".ipynb":
                 shutil.copy(path, path.name)
     sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]  # no torch.py from the cwd
-    events = Events(outbox / "events.jsonl")
+    events = Events(outbox / EVENTS)
     main_pid = os.getpid()
 
     import torch  # noqa: F401 (imported before any student code, with the thread count set)
@@ -162,18 +160,18 @@ def main(argv: list[str]) -> int:
     # names afterwards changes nothing the runner calls.
     replay, guard, save = probes.replay, probes.guard, torch.save
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    recorder = probes.Recorder() if plan["mode"] == "record" else None
+    recorder = probes.Recorder() if plan.mode == "record" else None
     if recorder:
         recorder.install()
     shell = _shell()
-    skip = {int(step): why for step, why in plan.get("skip", {}).items()}
+    skip = plan.skip
     captured: dict = {}
-    calls = None if recorder else json.loads((inbox / "probes.json").read_text(encoding="utf-8"))
+    calls = None if recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
     guards = {} if recorder else probes.exercise_guards(calls)
     inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
-    (outbox / "replay").mkdir(exist_ok=True)
-    last = len(plan["cells"]) - 1
-    after = {int(k): v for k, v in plan.get("replay_after", {}).items()}
+    (outbox / REPLAY).mkdir(exist_ok=True)
+    last = len(plan.cells) - 1
+    after = plan.replay_after
 
     def run_cell(cell: dict, step: int) -> None:
         """One cell of the plan (a test cell as its visible and hidden parts), its end reported; an
@@ -209,21 +207,21 @@ def main(argv: list[str]) -> int:
         given = inputs.fetch(index)
         once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
                                         resolve=resolve_dotted, guarded=guards.get(calls[index]["target"], []),
-                                        bind_references=plan.get("bind", False), **options)
-        if index in plan.get("sampled", []):  # a random answer: its results from several seeds
+                                        bind_references=plan.bind, **options)
+        if index in plan.sampled:  # a random answer: its results from several seeds
             record = {"samples": [once(seed=seed) for seed in probes.SAMPLE_SEEDS]}
         else:
             record = once()
         if os.getpid() != process:  # a fork of the student's code came back here: it must stop
             os._exit(0)
-        save(record, outbox / "replay" / f"{index}.pt")
-        if plan["mode"] == "check":
-            save(once(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
+        save(record, outbox / REPLAY / f"{index}.pt")
+        if plan.mode == "check":
+            save(once(perturb=True), outbox / REPLAY / f"{index}.perturbed.pt")
 
     def replayed(index: int) -> bool:
         """Whether probe ``index`` wrote its result (and, checking the solution, its perturbed one)."""
-        return (outbox / "replay" / f"{index}.pt").is_file() and \
-            (plan["mode"] != "check" or (outbox / "replay" / f"{index}.perturbed.pt").is_file())
+        return (outbox / REPLAY / f"{index}.pt").is_file() and \
+            (plan.mode != "check" or (outbox / REPLAY / f"{index}.perturbed.pt").is_file())
 
     def hidden_checks(group: list[tuple[int, int]]) -> None:
         """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
@@ -249,10 +247,10 @@ def main(argv: list[str]) -> int:
     def replay_after(position: int) -> None:
         """The probes whose test cell stood right after plan step ``position``."""
         group: list[tuple[int, int]] = []  # the hidden probes of one test cell, consecutive
-        for offset, index in enumerate(plan.get("replay", [])):
+        for offset, index in enumerate(plan.replay):
             if min(after.get(index, last), last) != position:
                 continue
-            step = len(plan["cells"]) + offset
+            step = len(plan.cells) + offset
             hidden = calls[index].get("segment") == "hidden"
             if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and step not in skip):
                 hidden_checks(group)
@@ -271,7 +269,7 @@ def main(argv: list[str]) -> int:
 
     if not recorder:
         replay_after(-1)  # probes of a test cell that stood before every cell of the plan
-    for step, cell in enumerate(plan["cells"]):
+    for step, cell in enumerate(plan.cells):
         if step in skip:
             events.emit(step=step, ok=False, error=skip[step], skipped=True)
         else:

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .runner import BLOB, COUNT, REQUEST
+import dataclasses
+
+from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REQUEST, Plan
 from .sandbox import INBOX, OUTBOX, RUNNER, Budget, Limits, Sandbox, Stop, backstop, describe_end, measured
 from .untrusted import Unreadable, read_fd, read_range, safe_data
 
@@ -64,7 +66,7 @@ class StepWatch:
 
     def _read(self) -> None:
         while self.fd is not None and self.offset < MAX_EVENTS_BYTES:
-            chunk = read_fd(self.fd, self.offset, min(1 << 20, MAX_EVENTS_BYTES - self.offset), shown="events.jsonl")
+            chunk = read_fd(self.fd, self.offset, min(1 << 20, MAX_EVENTS_BYTES - self.offset), shown=EVENTS)
             if not chunk:
                 return
             self.offset += len(chunk)
@@ -165,7 +167,7 @@ def _parse(lines: list[bytes]) -> list[dict]:
     return events
 
 
-def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
+def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path], limits: Limits,
              slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
              course_lib: Path | None = None, warm: bool = False, budget: Budget | None = None,
              probe_inputs: Path | None = None) -> Run:
@@ -191,8 +193,8 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
             shutil.copy(path, inbox / name)
     _readable_by_the_sandbox(inbox)
     budget = budget or Budget(limits.student_s)
-    calls = json.loads((inbox / "probes.json").read_text(encoding="utf-8")) if probe_inputs is not None else []
-    steps = len(plan["cells"]) + len(plan.get("replay", []))
+    calls = json.loads((inbox / PROBES).read_text(encoding="utf-8")) if probe_inputs is not None else []
+    steps = len(plan.cells) + len(plan.replay)
     skip: dict[int, str] = {}
     started = time.monotonic()
     run = Run(workdir / "out")
@@ -200,11 +202,10 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
     for attempt in range(1, MAX_ATTEMPTS + 1):
         shutil.rmtree(run.outbox, ignore_errors=True)
         run.outbox.mkdir()
-        (inbox / "plan.json").write_text(json.dumps({**plan, "skip": {str(k): v for k, v in skip.items()}}),
-                                         encoding="utf-8")
-        os.chmod(inbox / "plan.json", 0o644)
-        watch = StepWatch(run.outbox / "events.jsonl", limits.cell_s)
-        server = ProbeServer(probe_inputs, calls, plan.get("replay", [])) if probe_inputs is not None else None
+        (inbox / PLAN).write_text(dataclasses.replace(plan, skip=dict(skip)).dumps(), encoding="utf-8")
+        os.chmod(inbox / PLAN, 0o644)
+        watch = StepWatch(run.outbox / EVENTS, limits.cell_s)
+        server = ProbeServer(probe_inputs, calls, plan.replay) if probe_inputs is not None else None
         try:
             ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
                                 limits=limits, watch=watch, course_lib=course_lib, warm=warm, budget=budget,
