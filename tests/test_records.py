@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.records import (RECORD, REVIEW, BadRecord, Check, Result, read_record, record_folder,
-                                           write_record)
+from course_lib.instructor.course import Assignment
+from course_lib.instructor.records import RECORD, REVIEW, BadRecord, Check, Result, read_record, write_record
 
 from .conftest import ROOT
 
@@ -21,16 +21,16 @@ def _result() -> Result:
 
 
 def test_a_record_reads_back_as_it_was_written(tmp_path):
-    folder = record_folder(tmp_path, "ada", "toy")
+    folder = Assignment("toy", tmp_path).autograded("ada")
     folder.mkdir(parents=True)
     write_record(folder, _result())
-    assert read_record(tmp_path, "ada", "toy") == _result()
-    assert read_record(tmp_path, "bob", "toy") is None
+    assert read_record(Assignment("toy", tmp_path), "ada") == _result()
+    assert read_record(Assignment("toy", tmp_path), "bob") is None
     assert sorted(p.name for p in folder.iterdir()) == [RECORD]  # no partial file left
 
 
 def _written(tmp_path: Path, text: str | None = None, data: dict | None = None) -> Path:
-    folder = record_folder(tmp_path, "ada", "toy")
+    folder = Assignment("toy", tmp_path).autograded("ada")
     folder.mkdir(parents=True)
     (folder / RECORD).write_text(text if text is not None else json.dumps(data), encoding="utf-8")
     return folder / RECORD
@@ -50,22 +50,22 @@ def _changed(**fields) -> dict:
 def test_what_is_not_a_record_of_this_version_is_said_so(tmp_path, data):
     _written(tmp_path, data=data)
     with pytest.raises(BadRecord):
-        read_record(tmp_path, "ada", "toy")
+        read_record(Assignment("toy", tmp_path), "ada")
 
 
 def test_a_record_that_is_not_a_file_or_not_json_is_refused_without_blocking(tmp_path):
     path = _written(tmp_path, text='{"student": ')
     with pytest.raises(BadRecord, match="not JSON"):
-        read_record(tmp_path, "ada", "toy")
+        read_record(Assignment("toy", tmp_path), "ada")
     path.unlink()
     os.mkfifo(path)
     with pytest.raises(BadRecord):
-        read_record(tmp_path, "ada", "toy")
+        read_record(Assignment("toy", tmp_path), "ada")
     path.unlink()
     path.symlink_to(tmp_path / "elsewhere.json")
     (tmp_path / "elsewhere.json").write_text(json.dumps(asdict(_result())))
     with pytest.raises(BadRecord):
-        read_record(tmp_path, "ada", "toy")
+        read_record(Assignment("toy", tmp_path), "ada")
 
 
 def test_only_the_record_model_reads_or_writes_the_record():
@@ -73,3 +73,11 @@ def test_only_the_record_model_reads_or_writes_the_record():
     others = [path.name for path in (ROOT / "course_lib").rglob("*.py") if path.name != "records.py"
               and any(text in path.read_text(encoding="utf-8") for text in ("/ RECORD", '"grading.json"'))]
     assert others == []
+
+
+def test_only_the_course_directory_model_spells_the_per_student_folders():
+    """submitted/, autograded/ and feedback/ are named in course.py only (Assignment.submitted, ...)."""
+    spelled = [path.name for path in (ROOT / "course_lib").rglob("*.py") if path.name != "course.py"
+               and any(joined in path.read_text(encoding="utf-8") for name in ("submitted", "autograded", "feedback")
+                       for joined in (f'/ "{name}"', f'"{name}" /', f'"{name}/'))]
+    assert spelled == []

@@ -41,7 +41,7 @@ import nbformat
 
 from . import gradebook
 from .copies import pasted_references
-from .course import Assignment, CourseError, assignments
+from .course import SUBMITTED, Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
 from .plain import Mismatch, compare, error_message
@@ -53,7 +53,7 @@ from .scrub import Scrubber, probe_values
 from .submission import (MAX_NOTEBOOK_BYTES, Answers, Cell, Unreadable, answers, cell_ids, graded_plan,
                          read_submission, release_stubs, replay_after, source_cells)
 from .untrusted import Missing, no_links, read_bytes, safe_text
-from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Check, Result, read_record, record_folder, write_record
+from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Check, Result, read_record, write_record
 
 
 @dataclass
@@ -134,13 +134,13 @@ def read_the_submission(g: Grading) -> None:
     """The submission folder (never followed through a link) and its notebook, with notes on what
     else the folder holds, its format and the kernel it asks for."""
     assignment = g.context.assignment
-    folder = assignment.root / "submitted" / g.student / assignment.id
+    folder = assignment.submitted(g.student)
     try:  # a submission folder that is a link (to solutions/, to a classmate's) is refused, not followed
-        no_links(folder, assignment.root / "submitted")
+        no_links(folder, assignment.root / SUBMITTED)
     except Missing:
         return g.stop(NOT_SUBMITTED)
     except Unreadable as error:
-        return g.stop(FAILED, f"submitted/{error}")
+        return g.stop(FAILED, f"{SUBMITTED}/{error}")
     if not folder.is_dir():
         return g.stop(NOT_SUBMITTED)
     notebook = folder / assignment.release.name
@@ -445,8 +445,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     cells = source_cells(assignment.source)
     if not any(c.kind == "test" for c in cells):
         raise CourseError(f"{assignment.source}: no graded test cells")
-    submitted = root / "submitted"
-    names = students or sorted(p.parent.name for p in submitted.glob(f"*/{assignment.id}") if p.is_dir())
+    names = students or sorted(p.parent.name for p in (root / SUBMITTED).glob(f"*/{assignment.id}") if p.is_dir())
     url = gradebook.db_url(root)
     saved = gradebook.backup(root, url)
     print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
@@ -501,7 +500,7 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     """The student's record, graded notebook and log under ``autograded/``, their grades in the gradebook."""
     if result.status == NOT_SUBMITTED:
         return
-    folder = record_folder(root, result.student, assignment.id)
+    folder = assignment.autograded(result.student)
     folder.mkdir(parents=True, exist_ok=True)
     graded = work / result.student / assignment.release.name
     if graded.is_file():
@@ -509,7 +508,7 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     log = work / result.student / "log.tail"
     if log.is_file():
         shutil.copy(log, folder / "grading.log")
-    timestamp = _timestamp(root / "submitted" / result.student / assignment.id / "timestamp.txt", root / "submitted")
+    timestamp = _timestamp(assignment.submitted(result.student) / "timestamp.txt", root / SUBMITTED)
     review = {c.grade_id for c in result.checks if c.status == "review"}
     scores = {c.grade_id: (c.score if result.status != FAILED else None) for c in result.checks}
     if result.status == FAILED:
@@ -526,10 +525,10 @@ NOT_SAVED = "not saved to the gradebook"
 def submission_digest(root: Path, assignment: Assignment, student: str) -> str | None:
     """sha256 of what grading reads from a submission (the notebook and timestamp.txt); None when
     there is no submission or it cannot be read (it is graded, and fails with the reason)."""
-    folder = root / "submitted" / student / assignment.id
+    folder = assignment.submitted(student)
     digest = hashlib.sha256()
     try:
-        no_links(folder, root / "submitted")
+        no_links(folder, root / SUBMITTED)
         for name, limit in ((assignment.release.name, MAX_NOTEBOOK_BYTES), ("timestamp.txt", 256)):
             try:
                 digest.update(name.encode() + b"\0" + read_bytes(folder / name, limit, root=folder) + b"\0")
@@ -545,7 +544,7 @@ def unchanged(root: Path, assignment: Assignment, student: str, grader: str, in_
     """The saved result of ``student`` when it still stands: the same submission graded by the same
     grader, saved whole, with the gradebook holding its grades and no grader trouble in its reasons."""
     try:
-        result = read_record(root, student, assignment.id)
+        result = read_record(assignment, student)
     except BadRecord:  # not one this version wrote: graded again
         return None
     if result is None or result.grader != grader or not result.submission or \

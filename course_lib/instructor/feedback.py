@@ -18,7 +18,7 @@ from typing import TextIO
 
 from . import gradebook
 from .records import FAILED, RECORD, Result, read_record
-from .course import assignments
+from .course import AUTOGRADED, assignments
 from .notebooks import nbgrader_meta, read_notebook
 from .submission import Unreadable, answers, cell_ids, read_submission, source_cells, split_test_cell
 from .untrusted import html_text, safe_text
@@ -84,7 +84,7 @@ def student_answers(root: Path, assignment, student: str, cells: list, ids: dict
     """The student's answer cells (grade_id -> code) as they were graded, given the source's ``cells``
     and cell ``ids``: read from the graded copy under ``autograded/``, not from ``submitted/``, which a
     student may have replaced since; none when no graded copy can be read."""
-    folder = root / "autograded" / student / assignment.id
+    folder = assignment.autograded(student)
     try:
         raw = read_submission(folder / assignment.release.name, root=folder)
     except Unreadable:
@@ -145,18 +145,18 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     scores = gradebook.scores(gradebook.db_url(root), assignment.id)
-    graded = sorted(path.parent.parent.name for path in (root / "autograded").glob(f"*/{assignment.id}/{RECORD}"))
+    graded = sorted(path.parent.parent.name for path in (root / AUTOGRADED).glob(f"*/{assignment.id}/{RECORD}"))
     written, failed = 0, []
     for student in graded:  # the folder's name, not what the record says
         if students and student not in students:
             continue
         try:
-            record = read_record(root, student, assignment.id)
+            record = read_record(assignment, student)
             text = page(record, tests, scores.get(student), labels, student_answers(root, assignment, student, cells, ids))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue
-        target = root / "feedback" / student / assignment.id / f"{assignment.release.stem}.html"
+        target = assignment.feedback(student)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written += 1

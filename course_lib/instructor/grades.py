@@ -19,7 +19,7 @@ from typing import TextIO
 
 from . import gradebook
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
-from .course import Assignment
+from .course import AUTOGRADED, SUBMITTED, Assignment
 from .untrusted import csv_cell, safe_text
 
 NOT_GRADED = "not graded yet"
@@ -29,7 +29,7 @@ COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
 def rows(root: Path, selected: list[Assignment]) -> list[dict]:
     url = gradebook.db_url(root)
     roster = set(gradebook.students(url)) if _exists(url) else set()
-    for folder in ("submitted", "autograded"):
+    for folder in (SUBMITTED, AUTOGRADED):
         roster |= {p.name for p in (root / folder).glob("*") if p.is_dir()}
     table = []
     for assignment in selected:
@@ -47,7 +47,7 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
     row = {"student": student, "assignment": assignment.id, "status": NOT_SUBMITTED,
            "score": "", "max_score": "", "why": ""}
     try:
-        record = read_record(root, student, assignment.id)
+        record = read_record(assignment, student)
     except BadRecord as error:
         why = f"the grading record cannot be read ({error}): run course autograde again"
         row.update(status=f"{FAILED} ({why})", why=why)
@@ -55,7 +55,7 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
     if score is not None:
         row.update(score=_number(score["score"]), max_score=_number(score["max_score"]), status=GRADED)
     if record is None:
-        if score is None and (root / "submitted" / student / assignment.id).is_dir():
+        if score is None and assignment.submitted(student).is_dir():
             row["status"] = NOT_GRADED
         return row
     row["max_score"] = row["max_score"] or _number(record.max_score)

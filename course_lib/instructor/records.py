@@ -12,6 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from .course import AUTOGRADED, Assignment
 from .untrusted import Missing, Unreadable, read_bytes, safe_data
 
 GRADED, REVIEW, FAILED, NOT_SUBMITTED = "graded", "needs manual review", "failed to grade", "not submitted"
@@ -53,10 +54,6 @@ class BadRecord(ValueError):
     """A grading record that cannot be read or is not one this version writes; the text says which."""
 
 
-def record_folder(root: Path, student: str, assignment_id: str) -> Path:
-    return root / "autograded" / student / assignment_id
-
-
 def write_record(folder: Path, result: Result) -> None:
     """``result`` as ``folder/grading.json``, whole or not at all (a record says its grades are saved)."""
     partial = folder / f".{RECORD}.partial"
@@ -64,13 +61,13 @@ def write_record(folder: Path, result: Result) -> None:
     os.replace(partial, folder / RECORD)
 
 
-def read_record(root: Path, student: str, assignment_id: str) -> Result | None:
-    """The record of ``student``'s ``assignment_id``; None when there is none, :class:`BadRecord` when
+def read_record(assignment: Assignment, student: str) -> Result | None:
+    """The record of ``student``'s ``assignment``; None when there is none, :class:`BadRecord` when
     there is one that cannot be read (a link, a FIFO, too big, not JSON, not a record)."""
-    autograded = root / "autograded"
-    path = record_folder(root, student, assignment_id) / RECORD
+    path = assignment.autograded(student) / RECORD
     try:
-        data = safe_data(json.loads(read_bytes(path, MAX_RECORD_BYTES, root=autograded).decode("utf-8", "replace")))
+        data = safe_data(json.loads(read_bytes(path, MAX_RECORD_BYTES, root=assignment.root / AUTOGRADED)
+                                    .decode("utf-8", "replace")))
     except Missing:
         return None
     except Unreadable as error:

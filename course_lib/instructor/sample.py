@@ -37,9 +37,10 @@ def scratch_course(root: Path, scratch: Path, selected: Iterable[Assignment]) ->
 
 def submit(course: Path, student: str, assignment: str, notebook: Path) -> Path:
     """Put ``notebook`` where ``course autograde`` looks for ``student``'s submission of ``assignment``."""
-    folder = course / "submitted" / student / assignment
+    target = Assignment(assignment, course)
+    folder = target.submitted(student)
     folder.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copy(notebook, folder / f"{assignment}.ipynb"))
+    return Path(shutil.copy(notebook, folder / target.release.name))
 
 
 def sample(root: Path, selected: list[Assignment], scratch: Path, *, jobs: int = 1,
