@@ -52,7 +52,7 @@ from .sandbox import Budget, Limits, Sandbox, describe_exit
 from .scrub import Scrubber, probe_values
 from .submission import (MAX_NOTEBOOK_BYTES, Answers, Cell, Unreadable, answers, cell_ids, graded_plan,
                          read_submission, release_stubs, replay_after, source_cells)
-from .untrusted import Missing, no_links, read_bytes, safe_text
+from .untrusted import Missing, no_links, read_bytes, safe_text, text_table
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Check, Result, read_record, write_record
 
 
@@ -582,9 +582,7 @@ def summary(results: list[Result]) -> str:
         why = "; ".join(r.reasons) if r.reasons else ("; ".join(r.notes) if r.status == GRADED else "")
         rows.append((safe_text(r.student, one_line=True), score, safe_text(r.status, one_line=True),
                      "kept" if r.kept else f"{r.seconds:.1f}", safe_text(why, one_line=True)[:100]))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
-    lines.insert(1, "-" * len(lines[0]))
+    lines = text_table(rows, rule=True)
     counts = {s: sum(r.status == s for r in results) for s in (GRADED, REVIEW, FAILED, NOT_SUBMITTED)}
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no submissions")
     if kept := sum(r.kept for r in results):

@@ -20,7 +20,7 @@ from typing import TextIO
 from . import gradebook
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
 from .course import AUTOGRADED, SUBMITTED, Assignment
-from .untrusted import csv_cell, safe_text
+from .untrusted import csv_cell, safe_text, text_table
 
 NOT_GRADED = "not graded yet"
 COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
@@ -90,7 +90,6 @@ def export(root: Path, selected: list[Assignment], csv_path: str | None = None, 
             r["student"], r["assignment"], f"{r['score']}/{r['max_score']}" if r["score"] != "" else "-",
             r["status"][:120]))
         for r in table]
-    widths = [max(len(line[i]) for line in shown) for i in range(3)]
-    for line in shown:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line[:3], widths)) + "  " + line[3], file=out)
+    for line in text_table(shown):
+        print(line, file=out)
     return 1 if any(r["status"].startswith((REVIEW, FAILED, NOT_GRADED)) for r in table) else 0
