@@ -153,9 +153,11 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
                            help="grade every student again; by default a rerun (say, after an interruption) keeps "
                                 "the grades of submissions unchanged since they were graded by the same tests")
     autograde.add_argument("--cell-timeout", type=float, metavar="S",
-                           help="seconds per cell (default: Execute.timeout of nbgrader_config.py)")
-    autograde.add_argument("--timeout", type=float, default=default.wall_s, metavar="S",
-                           help=f"seconds for one student's whole notebook (default {default.wall_s:g})")
+                           help="CPU seconds per cell or check (default: Execute.timeout of nbgrader_config.py)")
+    autograde.add_argument("--timeout", type=float, default=default.student_s, metavar="S",
+                           help="CPU seconds for all of one student's runs together, the re-runs of checks with "
+                                f"corrected dependencies included (default {default.student_s:g}); wall-clock time "
+                                "is only a backstop, at three times a limit and 10 s")
     autograde.add_argument("--memory", type=float, default=default.memory_bytes / 2**30, metavar="GIB",
                            help=f"memory per student in GiB (default {default.memory_bytes / 2**30:g})")
     autograde.add_argument("--unsafe-no-sandbox", action="store_true",
@@ -203,7 +205,7 @@ def _grading(arguments: argparse.Namespace, root) -> int:
     if arguments.step == "autograde":
         from .autograde import autograde, limits_for, needs_attention
 
-        limits = limits_for(root, cell_s=arguments.cell_timeout, wall_s=arguments.timeout,
+        limits = limits_for(root, cell_s=arguments.cell_timeout, student_s=arguments.timeout,
                             memory_bytes=int(arguments.memory * 2**30))
         results = autograde(root, arguments.assignment, arguments.student, jobs=max(1, arguments.jobs),
                             limits=limits, isolated=not arguments.unsafe_no_sandbox, regrade=arguments.regrade)
