@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The CPU build that CI uses; on a GPU machine an already installed torch is kept.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup build test test-fast clean
+.PHONY: setup build lint test test-fast clean
 
 setup: $(VENV)/.installed
 	@scripts/setup_system.sh
@@ -32,12 +32,16 @@ build: setup
 	$(BIN)/course sample --jobs 2 || status=1; \
 	exit $$status
 
+# Unused and undefined names, long lines (pyproject.toml's [tool.ruff]).
+lint: setup
+	$(BIN)/ruff check .
+
 # --dist loadgroup keeps each xdist_group (one Chromium, one JupyterLab) on one worker.
-test: setup
+test: lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 # The loop while editing: everything but the notebook, browser and slow tests (under a minute).
-test-fast: setup
+test-fast: lint
 	$(BIN)/python -m pytest -n 2 -m "not notebook and not browser and not slow"
 
 clean:

@@ -156,6 +156,14 @@ def autograde_class(options: Options) -> None:
     options.write("autograde_class", autograde_batch.run(**batch, jobs=[1, 2]))
 
 
+def similarity(options: Options) -> None:
+    """course similarity's comparison on a class of one assignment, against copydetect on the raw cells."""
+    from benchmarks import similarity_class
+
+    students, rounds = (30, 1) if options.smoke else (CLASS_SIZE, 3)
+    options.write("similarity_class", similarity_class.run("07_language_model", students, rounds))
+
+
 def length(options: Options) -> None:
     """The Transformer on test_long with sinusoidal positions and with RoPE, the full recipe each."""
     from benchmarks import length_generalisation
@@ -212,6 +220,9 @@ SECTIONS: dict[str, Section] = {
     "class": Section(autograde_class, False, f"course autograde on a class of {CLASS_SIZE} students of "
                      f"{CLASS_ASSIGNMENT} (honest, blank and catalogued bugs): seconds per student, --jobs 1 vs 2 "
                      "(half an hour)"),
+    "similarity": Section(similarity, False, f"course similarity on a class of {CLASS_SIZE} students of "
+                          "07_language_model (disguised copies, independent solutions): seconds, flags, against "
+                          "copydetect on the raw cells (benchmarks/similarity_class.py; about 3 minutes)"),
     "length": Section(length, False, "the Transformer on test_long (sentences longer than any in training): "
                       "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "
                       "with attention (benchmarks/length_generalisation.py; about 7 minutes)"),

@@ -293,6 +293,23 @@ def _autograde_class(folder: Path) -> list[Row]:
     return [_row("autograde", target, report, path, measured, False if unexpected else None)]
 
 
+def _similarity(folder: Path) -> list[Row]:
+    report, path = _load(folder, "similarity_class")
+    target = ("course similarity on a class: every disguised copy of the solution flagged, no pair of independent "
+              "solutions flagged")
+    if report is None:
+        return [_not_measured("similarity", target, "python -m benchmarks similarity")]
+    flags = report["flags"]["canonical"]
+    copies, copies_total = map(int, flags["copies_flagged"].split("/"))
+    independent = int(flags["independent_pairs_flagged"].split("/")[0])
+    median = report["median_seconds"]
+    measured = (f"{flags['copies_flagged']} copies, {flags['independent_pairs_flagged']} independent pairs flagged; "
+                f"{report['students']} students of {report['assignment']} in {median['canonical']:.1f} s "
+                f"(copydetect on the raw cells {median['copydetect']:.1f} s, flags "
+                f"{report['flags']['copydetect']['copies_flagged']} copies)")
+    return [_row("similarity", target, report, path, measured, copies == copies_total and independent == 0)]
+
+
 def _length(folder: Path) -> list[Row]:
     report, path = _load(folder, "length_generalisation")
     target = ("Transformer on test_long (longer than any training sentence): sinusoidal vs RoPE at the full "
@@ -373,7 +390,7 @@ def _gpu(folder: Path) -> list[Row]:
 
 
 SECTION_ROWS = (_attention, _throughput, _quality, _load_rows, _bleu_speed, _decoding, _autograde, _autograde_class,
-                _length, _ci, _gpu)
+                _similarity, _length, _ci, _gpu)
 
 
 def rows(folder: Path) -> list[Row]:

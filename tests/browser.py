@@ -19,6 +19,8 @@ from typing import Iterator
 
 import pytest
 
+from .system import unavailable
+
 CHROMIUM = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = os.environ.get("COURSE_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
 # Screenshots the browser tests keep for a person, outside the course (never in build/): one
@@ -36,14 +38,6 @@ def require_browser() -> None:
         missing.append("selenium (the dev extra)")
     if missing:
         unavailable(f"{', '.join(missing)} not installed")
-
-
-def unavailable(reason: str) -> None:
-    """Skip for want of something scripts/setup_system.sh installs; in CI, whose setup runs it, fail."""
-    reason = f"{reason}: run scripts/setup_system.sh (make setup does)"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI's setup step should have")
-    pytest.skip(reason)
 
 
 @contextlib.contextmanager

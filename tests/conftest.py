@@ -5,6 +5,8 @@ import pytest
 
 from course_lib.instructor.course import assignments
 
+from .system import require_bwrap
+
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = assignments(ROOT)
 
@@ -19,6 +21,12 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 @pytest.fixture(autouse=True)
 def _isolated_runs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+
+
+@pytest.fixture
+def bwrap() -> None:
+    """The autograder's sandbox (tests/system.py's ``needs_bwrap`` asks for it)."""
+    require_bwrap()
 
 
 def assignment_params():

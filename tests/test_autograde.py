@@ -26,19 +26,19 @@ from types import SimpleNamespace
 import pytest
 
 from course_lib.instructor import gradebook
-from course_lib.instructor.autograde import FAILED, GRADED, RECORD, REVIEW, Check, Result, autograde, needs_attention
+from course_lib.instructor.autograde import autograde, needs_attention
+from course_lib.instructor.records import FAILED, GRADED, RECORD, REVIEW, Check, Result
 from course_lib.instructor.course import CourseError
 from course_lib.instructor.lint import bound_names, lint
 from course_lib.instructor.plain import compare, plain
 from course_lib.instructor.sandbox import Limits, Sandbox
 from course_lib.instructor.submission import source_cells
 
+from .system import needs_bwrap, require_bwrap
 from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
 from .submissions.toy import ANSWERS, ASSIGNMENT, HIDDEN_EXPECTED, HIDDEN_INPUT, POINTS, make_course
 
 ROOT = Path(__file__).resolve().parents[1]
-HAS_BWRAP = shutil.which("bwrap") is not None
-needs_bwrap = pytest.mark.skipif(not HAS_BWRAP, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
 
 
 def batch_test(test):
@@ -134,8 +134,7 @@ def _grade_the_catalogue(root: Path) -> dict:
 @pytest.fixture(scope="session")
 def batch(tmp_path_factory):
     """The catalogue graded once per test run, whichever xdist worker asks first (the other waits)."""
-    if not HAS_BWRAP:
-        pytest.skip("bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
+    require_bwrap()
     shared = tmp_path_factory.getbasetemp()
     shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
     folder = shared / "autograde-catalogue"
@@ -348,8 +347,9 @@ def grade_in_order(root: str, students: list[str]) -> list[dict]:
 def grader_account(tmp_path_factory):
     """A real unprivileged account to run the grader as (bwrap then makes a user namespace of its
     own), and a Python it can run that imports this environment's packages."""
-    if os.geteuid() != 0 or not shutil.which("useradd") or not HAS_BWRAP:
-        pytest.skip("needs root (to make an account) and bubblewrap")
+    require_bwrap()
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("needs root (to make an account)")
     from .test_hub import student_python
 
     name = f"grader{os.getpid() % 100000}"
@@ -362,7 +362,14 @@ def grader_account(tmp_path_factory):
         alembic = python.parent / "alembic"
         alembic.write_text(f"#!{python}\nimport sys\nfrom alembic.config import main\nsys.exit(main())\n")
         alembic.chmod(0o755)
-        yield SimpleNamespace(name=name, python=python)
+        # The checkout is a course folder, private to its owner once a `course` command has run in
+        # it (access.py): the account imports this test module from a copy of its own.
+        checkout = folder / "checkout"
+        shutil.copytree(ROOT / "tests", checkout / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(ROOT / "nbgrader_config.py", checkout / "nbgrader_config.py")
+        for path in [checkout, *checkout.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        yield SimpleNamespace(name=name, python=python, checkout=checkout)
     finally:
         subprocess.run(["userdel", name], check=False)
         shutil.rmtree(folder, ignore_errors=True)
@@ -414,7 +421,7 @@ def test_no_channel_between_two_students_of_one_slot(grader, request, batch):
             done = _as(account, "-c", "import json, sys\nsys.path.insert(0, sys.argv[1])\n"
                        "from tests.test_autograde import grade_in_order\n"
                        "print('RESULTS ' + json.dumps(grade_in_order(sys.argv[2], sys.argv[3:])))",
-                       str(ROOT), str(root), *CHANNEL, root=root, timeout=600)
+                       str(account.checkout), str(root), *CHANNEL, root=root, timeout=600)
             assert "RESULTS " in done.stdout, done.stderr[-3000:]
             results = json.loads(done.stdout.split("RESULTS ", 1)[1])
         else:
@@ -802,3 +809,108 @@ def test_compare_reads_plain_results_only():
     assert "max abs error 0.5" in compare(same, other)
     assert "raised" in compare(same, {"error": "ValueError: no"})
     assert compare(same, None) and compare(same, {"return": plain(object())})
+
+
+# ------------------------------------------------------------------- what a grade depends on ----
+def _copy_of_course_lib(folder: Path) -> Path:
+    from course_lib.instructor.reference import COURSE_LIB
+
+    return shutil.copytree(COURSE_LIB, folder / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+@pytest.fixture(scope="module")
+def toy_cells(tmp_path_factory) -> list:
+    import nbformat
+
+    from .submissions.toy import toy_notebook
+
+    source = tmp_path_factory.mktemp("toy") / f"{ASSIGNMENT}.ipynb"
+    nbformat.write(toy_notebook(), source)
+    return source_cells(source)
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("module, changes_grades", [
+    ("instructor/slides.py", False), ("instructor/slide_layout.py", False), ("instructor/lms.py", False),
+    ("instructor/similarity.py", False), ("instructor/canonical.py", False), ("instructor/hub.py", False),
+    ("instructor/exchange.py", False), ("instructor/release.py", False), ("instructor/feedback.py", False),
+    ("instructor/grades.py", False), ("instructor/cli.py", False), ("instructor/a_new_publishing_tool.py", False),
+    ("instructor/autograde.py", True), ("instructor/plain.py", True), ("instructor/runner.py", True),
+    ("instructor/zygote.py", True), ("instructor/probes.py", True), ("instructor/sandbox.py", True),
+    ("instructor/scrub.py", True), ("grading.py", True), ("attention.py", True), ("gpt.py", True),
+])
+def test_the_grader_key_changes_with_what_grades_and_nothing_else(tmp_path, toy_cells, module, changes_grades):
+    """Editing the publishing or class tooling keeps the key (so a rerun keeps every saved grade);
+    editing a graded reference, a check or the grading code changes it."""
+    from course_lib.instructor.reference import grader_key
+
+    package = _copy_of_course_lib(tmp_path)
+    cells = toy_cells
+    before = grader_key(cells, package)
+    if (package / module).exists():
+        _edit(package / module)
+    else:
+        (package / module).write_text("import json\n", encoding="utf-8")
+    assert (grader_key(cells, package) != before) == changes_grades
+
+
+def test_a_module_the_grader_starts_to_import_counts_at_once(tmp_path, toy_cells):
+    from course_lib.instructor.reference import grader_key
+
+    package = _copy_of_course_lib(tmp_path)
+    cells = toy_cells
+    (package / "instructor" / "helper_of_the_grader.py").write_text("X = 1\n", encoding="utf-8")
+    before = grader_key(cells, package)
+    plain_py = package / "instructor" / "plain.py"
+    plain_py.write_text(plain_py.read_text(encoding="utf-8") + "\nfrom . import helper_of_the_grader\n",
+                        encoding="utf-8")
+    with_import = grader_key(cells, package)
+    _edit(package / "instructor" / "helper_of_the_grader.py")
+    assert len({before, with_import, grader_key(cells, package)}) == 3
+
+
+@needs_bwrap
+@pytest.mark.notebook
+def test_a_rerun_after_editing_the_class_tooling_keeps_every_grade(tmp_path, monkeypatch):
+    """`course autograde`, then the LMS export and the slides edited: the rerun keeps every student;
+    then the comparison code edited: every student is graded again."""
+    from course_lib.instructor import reference
+
+    root, fixtures = _honest_and_wrong_class(tmp_path, 2)
+    first = autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
+    assert not any(r.kept for r in first)
+    package = _copy_of_course_lib(tmp_path)
+    monkeypatch.setattr(reference, "COURSE_LIB", package)
+    _edit(package / "instructor" / "lms.py")
+    _edit(package / "instructor" / "slides.py")
+    again = autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
+    assert sorted(r.student for r in again if r.kept) == sorted(fixtures)
+    _edit(package / "instructor" / "plain.py")
+    regraded = autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
+    assert not any(r.kept for r in regraded)
+    assert {r.student: r.score for r in regraded} == {r.student: r.score for r in first}
+
+
+@needs_bwrap
+@pytest.mark.notebook
+def test_feedback_shows_the_code_that_was_graded_not_a_later_submission(tmp_path):
+    """A student resubmits between `course autograde` and `course feedback`: the page's "your answer"
+    is the graded code, never the new one (the graded copy under autograded/ is what counts)."""
+    from course_lib.instructor.feedback import write_feedback
+
+    from .submissions.catalogue import submission
+
+    root = make_course(tmp_path)
+    graded_marker, later_marker = "# the code that was graded", "# a later submission"
+    graded = SimpleNamespace(build=submission(double=f"{ANSWERS['double']}\n{graded_marker}"))
+    later = SimpleNamespace(build=submission(double=f"{ANSWERS['double']}\n{later_marker}"))
+    _submit(root, "s0", graded)
+    autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
+    shutil.rmtree(root / "submitted" / "s0")
+    _submit(root, "s0", later)
+    assert write_feedback(root, ASSIGNMENT, out=io.StringIO()) == 0
+    page = (root / "feedback" / "s0" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text(encoding="utf-8")
+    assert graded_marker in page and later_marker not in page

@@ -1,5 +1,4 @@
 """The course command on a toy course: release, check, build, and clear errors on bad input."""
-import json
 import subprocess
 import sys
 

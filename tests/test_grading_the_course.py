@@ -17,13 +17,13 @@ Per assignment, one batch in a scratch course (the course's own gradebook is nev
 from __future__ import annotations
 
 import io
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from course_lib.instructor.autograde import GRADED, autograde
+from course_lib.instructor.autograde import autograde
+from course_lib.instructor.records import GRADED
 from course_lib.instructor.feedback import exercises
 from course_lib.instructor.sample import scratch_course, submit
 from course_lib.instructor.submission import source_cells
@@ -31,6 +31,7 @@ from course_lib.instructor.submission import source_cells
 from .alternatives import catalogue as alternatives
 from .bugs import catalogue as bugs
 from .conftest import ASSIGNMENTS
+from .system import needs_bwrap
 from .test_cascade import CASCADES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,7 +90,7 @@ def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
 
 
 @pytest.mark.notebook
-@pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed")
+@needs_bwrap
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
 def test_grades_of_a_class(assignment, tmp_path):
     course = tmp_path / "course"

@@ -2,7 +2,6 @@
 checked against torch's own modules and closed forms. Small sizes: the whole file runs in seconds."""
 import io
 import math
-import os
 import tarfile
 
 import pytest

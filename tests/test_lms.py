@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import shutil
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from course_lib.instructor.cli import main
 from course_lib.instructor.course import CourseError, assignments
 from course_lib.instructor.grades import COLUMNS
 from course_lib.instructor.lms import CANVAS_COLUMNS, CANVAS_POINTS, MOODLE_COLUMNS, export_lms
-from course_lib.instructor.verdicts import FAILED, RECORD, REVIEW
+from course_lib.instructor.records import FAILED, REVIEW, Check, Result, write_record
 
 from .toy_course import ROOT, cell
 
@@ -58,9 +57,10 @@ def _notebook(grade_ids: dict[str, float]) -> nbformat.NotebookNode:
 def _record(root: Path, student: str, assignment: str, status: str, reason: str, review: str | None = None) -> None:
     folder = root / "autograded" / student / assignment
     folder.mkdir(parents=True)
-    checks = [{"grade_id": review, "status": "review"}] if review else []
-    (folder / RECORD).write_text(json.dumps({"status": status, "reasons": [reason], "checks": checks,
-                                             "max_score": sum(TESTS[assignment].values())}))
+    points = TESTS[assignment]
+    checks = [Check(review, points.get(review, 1.0), 0.0, "review", reason, False)] if review else []
+    write_record(folder, Result(student, assignment, status, None, sum(points.values()), checks=checks,
+                                reasons=[reason]))
 
 
 @pytest.fixture(scope="module")

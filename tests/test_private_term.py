@@ -28,6 +28,7 @@ from course_lib.instructor.access import Kind, public_entry_of
 
 from .accounts import Step, accounts, act_as_students  # noqa: F401 (accounts: the session's fixture)
 from .conftest import ROOT
+from .system import needs_bwrap
 from .toy_course import make_toy_course
 
 COURSE = [str(Path(sys.executable).parent / "course")]
@@ -132,8 +133,8 @@ def test_after_one_command_and_other_tools_a_student_reads_only_what_is_public(a
 
 
 @pytest.mark.notebook  # the autograder and `course build` execute the toy notebook
-@pytest.mark.skipif(shutil.which("bwrap") is None or shutil.which("git") is None,
-                    reason="the autograder's sandbox needs bubblewrap; the term uses git")
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("git") is None, reason="the term uses git")
 def test_after_a_whole_term_a_student_reads_only_what_is_public(accounts):
     alice, bob = accounts.make("t", 2)
     root = Path(tempfile.mkdtemp(prefix="course-term-"))

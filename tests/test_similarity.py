@@ -404,6 +404,23 @@ def test_the_command_reports_flags_and_unreadable_notebooks(course, tmp_path):
     assert len(pairs) == 21 and pairs[0]["flagged"] == "yes"  # 7 readable submissions, ada · bob first
 
 
+def test_a_renamed_notebook_is_reported_as_autograde_reports_it(tmp_path):
+    """Similarity compares what `course autograde` grades: the release's notebook name. A lone
+    renamed copy is not a submission to either, and the reason is the grader's own words."""
+    from course_lib.instructor.submission import read_submission
+    from course_lib.instructor.untrusted import Unreadable
+
+    root = toy_course(tmp_path, {"ada": ADA, "bob": BOB})
+    folder = root / "submitted" / "bob" / ASSIGNMENT
+    (folder / f"{ASSIGNMENT}.ipynb").rename(folder / f"{ASSIGNMENT}-Copy1.ipynb")
+    codes, problems = collect(assignments(root, [ASSIGNMENT])[0])
+    with pytest.raises(Unreadable) as graded:
+        read_submission(folder / f"{ASSIGNMENT}.ipynb", root=folder)
+    assert set(codes) == {"ada"}
+    assert len(problems) == 1 and problems[0].startswith("bob") and str(graded.value) in problems[0]
+    assert f"{ASSIGNMENT}-Copy1.ipynb" in problems[0]
+
+
 def test_what_students_wrote_is_escaped(course, tmp_path):
     hostile = course / "submitted" / "<script>x" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     hostile.parent.mkdir(parents=True)

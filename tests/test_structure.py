@@ -101,3 +101,46 @@ def test_the_grader_parses_python_through_pyparse_only():
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
              and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"]
     assert not found, "ast.parse outside course_lib/instructor/pyparse.py: " + ", ".join(found)
+
+
+def test_what_the_suite_needs_of_the_machine_is_checked_in_one_place():
+    """Only tests/system.py looks for bubblewrap, so that every sandboxed test fails in CI without it."""
+    looks = [path.name for path in (ROOT / "tests").glob("*.py")
+             if path.name not in ("system.py", "test_structure.py") and 'which("bwrap")' in path.read_text(encoding="utf-8")]
+    assert looks == []
+
+
+@pytest.mark.parametrize("ci, outcome", [("", "skipped"), ("true", "error")])
+def test_without_bubblewrap_a_sandboxed_test_skips_here_and_fails_in_ci(tmp_path, ci, outcome):
+    """A sandboxed test (tests/test_zygote.py's first) with no bwrap on the PATH: skipped on a
+    developer's machine, an error in CI (its fixture fails) with a one-line reason."""
+    import os
+    import shutil
+
+    bin_folder = tmp_path / "bin"  # the interpreter's folder without bwrap
+    bin_folder.mkdir()
+    (bin_folder / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": f"{bin_folder}:{os.path.dirname(sys.executable)}", "CI": ci}
+    assert shutil.which("bwrap", path=env["PATH"]) is None
+    first = next(line for line in (ROOT / "tests" / "test_zygote.py").read_text(encoding="utf-8").splitlines()
+                 if line.startswith("def test_")).split("(")[0][len("def "):]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs",
+                           f"tests/test_zygote.py::{first}"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert f"1 {outcome}" in done.stdout and (done.returncode != 0) == bool(ci), done.stdout[-2000:]
+    reason = next(line for line in done.stdout.splitlines() if "bubblewrap (bwrap) is not installed" in line)
+    assert "CI's setup step should have" in reason if ci else "make setup does" in reason
+
+
+def test_the_protocol_is_read_on_both_sides_and_imports_only_the_standard_library():
+    """protocol.py is imported inside the sandbox, before any student code: nothing of the grader."""
+    from course_lib.instructor.protocol import Plan
+
+    tree = ast.parse((ROOT / "course_lib" / "instructor" / "protocol.py").read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    plan = Plan("grade", [{"kind": "other"}], {"processes": 8}, [3, 5], {3: 0, 5: 1}, [5], True, {2: "a limit"})
+    assert Plan.loads(plan.dumps()) == plan
+    with pytest.raises(ValueError, match="mode"):
+        Plan("run", [], {})

@@ -6,6 +6,7 @@ regression fails in seconds instead of hanging the suite.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import asdict
 import csv
 import io
 import json
@@ -170,15 +171,15 @@ def test_html_text():
 HOSTILE = "=cmd|' /C calc'!A0 \ud800\x1b[2J<script>"
 
 
-def _record(student: str, status: str, **extra) -> dict:
-    record = {"student": student, "assignment": "toy", "status": status, "score": None, "max_score": 8.0,
-              "checks": [], "reasons": [], "notes": [], "findings": [], "seconds": 1.0}
-    record.update(extra)
-    return record
+def _record(student: str, status: str, score: float | None = None, **extra):
+    from course_lib.instructor.records import Result
+
+    return Result(student, "toy", status, score, 8.0, seconds=1.0, **extra)
 
 
 def test_summary_survives_hostile_text():
-    from course_lib.instructor.autograde import Check, Result, summary
+    from course_lib.instructor.autograde import summary
+    from course_lib.instructor.records import Check, Result
 
     results = [Result("a\ud800", "toy", "needs manual review", 6.0, 8.0, reasons=[HOSTILE], notes=[HOSTILE],
                       checks=[Check("test_x", 1.0, 0.0, "review", HOSTILE, True)]),
@@ -191,20 +192,21 @@ def test_summary_survives_hostile_text():
 def test_grades_csv_survives_hostile_records(tmp_path):
     from course_lib.instructor.course import Assignment
     from course_lib.instructor.grades import export
+    from course_lib.instructor.records import Check
 
     root = tmp_path
     (root / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.db_url = "
                                              f"'sqlite:///{root / 'none.db'}'\n")
     students = {"01_hostile": _record("01_hostile", "failed to grade", reasons=[HOSTILE]),
                 "02_review": _record("02_review", "needs manual review", reasons=[HOSTILE],
-                                     checks=[{"grade_id": "t\ud800", "status": "review"}]),
+                                     checks=[Check("t\ud800", 1.0, 0.0, "review", "", True)]),
                 "=03_formula": _record("=03_formula", "failed to grade", reasons=["x"]),
                 "04_corrupt": None,
                 "05_after": _record("05_after", "failed to grade", reasons=["the last one"])}
     for student, record in students.items():
         folder = root / "autograded" / student / "toy"
         folder.mkdir(parents=True)
-        text = json.dumps(record) if record else '{"student": '
+        text = json.dumps(asdict(record)) if record else '{"student": '
         (folder / "grading.json").write_text(text, encoding="utf-8")
     assignment = Assignment("toy", root)
     path = tmp_path / "grades.csv"
@@ -227,9 +229,10 @@ def test_grades_csv_survives_hostile_records(tmp_path):
 def test_feedback_page_escapes_hostile_text():
     from course_lib.instructor.feedback import page
 
+    from course_lib.instructor.records import Check
+
     record = _record("s\ud800", "needs manual review", score=6.0, notes=[HOSTILE],
-                     checks=[{"grade_id": "test_x", "points": 1.0, "score": 0.0, "status": "review\"><script>",
-                              "message": HOSTILE, "verified": True}])
+                     checks=[Check("test_x", 1.0, 0.0, "review\"><script>", HOSTILE, True)])
     text = page(record, {"test_x": "check(1)"}, None)
     text.encode("utf-8")
     assert "<script" not in text and "\x1b" not in text and "\ud800" not in text

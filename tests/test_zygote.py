@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from course_lib.instructor.protocol import Plan
 from course_lib.instructor.reference import plan_limits
 from course_lib.instructor.runs import run_plan
 from course_lib.instructor.sandbox import Limits, Sandbox
 
+from .system import needs_bwrap
+
 # Sandboxed runs, like tests/test_autograde.py's: `make test-fast` leaves them out with the notebooks.
-pytestmark = [pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed"),
-              pytest.mark.notebook]
+pytestmark = [needs_bwrap, pytest.mark.notebook]
 
 LIMITS = Limits(cell_s=60.0, student_s=120.0)
 
@@ -92,9 +94,8 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def _plan(code: str) -> dict:
-    return {"mode": "grade", "cells": [{"kind": "other", "grade_id": None, "source": code, "names": []}],
-            "limits": plan_limits(LIMITS), "replay": []}
+def _plan(code: str) -> Plan:
+    return Plan("grade", [{"kind": "other", "grade_id": None, "source": code, "names": []}], plan_limits(LIMITS))
 
 
 def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
@@ -148,7 +149,8 @@ def test_one_zygote_serves_course_libs_that_differ_only_where_it_imported_nothin
             with open(copy / module, "a") as source:
                 source.write(f"\nMARK = {name!r}\n")
         copies[name] = copy
-    look = "import course_lib.bleu, course_lib.grading\nprint('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))"
+    look = ("import course_lib.bleu, course_lib.grading\n"
+            "print('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))")
     seen = {}
     with Sandbox() as sandbox:
         for name in ("main", "cascade", "main", "machinery"):

@@ -27,15 +27,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
-import os
 import queue
 import shutil
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
 
@@ -43,48 +41,19 @@ import nbformat
 
 from . import gradebook
 from .copies import pasted_references
-from .course import Assignment, CourseError, assignments
+from .course import SUBMITTED, Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
 from .plain import Mismatch, compare, error_message
 from .redacted import reference_sources
-from .reference import Reference, build_reference, load_result, plan_limits, redacted_for, references_of
+from .reference import Reference, build_reference, load_result, make_plan, redacted_for, references_of
 from .runs import Run, run_plan
 from .sandbox import Budget, Limits, Sandbox, describe_exit
 from .scrub import Scrubber, probe_values
 from .submission import (MAX_NOTEBOOK_BYTES, Answers, Cell, Unreadable, answers, cell_ids, graded_plan,
                          read_submission, release_stubs, replay_after, source_cells)
-from .untrusted import Missing, no_links, read_bytes, safe_data, safe_text
-from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW  # noqa: F401 (re-exported)
-
-
-@dataclass
-class Check:
-    """One graded test cell of one student."""
-
-    grade_id: str
-    points: float
-    score: float
-    status: str  # "passed", "failed" or "review"
-    message: str  # what the student sees: the check's failure message, or why a person must look
-    verified: bool  # the grader compared the answers on its probes itself
-
-
-@dataclass
-class Result:
-    student: str
-    assignment: str
-    status: str
-    score: float | None
-    max_score: float
-    checks: list[Check] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # why it needs a person, or why it failed
-    notes: list[str] = field(default_factory=list)  # what the student should know about their submission
-    findings: list[str] = field(default_factory=list)  # what the lint found in the answer cells
-    seconds: float = 0.0
-    submission: str = ""  # digest of what was graded (submission_digest): a rerun keeps an unchanged one
-    grader: str = ""  # the reference it was graded against (its cache key: tests, solution and course_lib)
-    kept: bool = False  # not graded in this run: the submission and the grader are those of the record
+from .untrusted import Missing, no_links, read_bytes, safe_text, text_table
+from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Check, Result, read_record, write_record
 
 
 @dataclass
@@ -133,80 +102,141 @@ def _slots(jobs: int) -> queue.Queue[int]:
     return free
 
 
-def grade_student(context: Context, student: str) -> Result:
-    started = time.monotonic()
-    cells, assignment = context.cells, context.assignment
-    max_score = sum(c.points for c in cells if c.kind == "test")
-    result = Result(student, assignment.id, GRADED, None, max_score)
-    folder = assignment.root / "submitted" / student / assignment.id
+@dataclass
+class Grading:
+    """One student's grading as it passes through :data:`STAGES`; a stage that decides the result
+    (no submission, an unreadable one, a run that failed) sets ``done``."""
+
+    context: Context
+    student: str
+    result: Result
+    budget: Budget  # one for all of this student's runs
+    started: float = field(default_factory=time.monotonic)
+    waited: float = 0.0  # seconds queued for a sandbox slot: not this student's own time
+    done: bool = False
+    raw: dict = field(default_factory=dict)  # the submitted notebook's JSON
+    found: Answers | None = None
+    findings: list[Finding] = field(default_factory=list)
+    run: Run | None = None
+    outcomes: dict[int, dict] = field(default_factory=dict)  # probe -> the student's record of it
+    mismatches: dict[int, Mismatch | None] = field(default_factory=dict)  # probe -> how it differs
+    spent: str = ""  # the time limit a run broke, if any
+
+    @property
+    def workdir(self) -> Path:
+        return self.context.work / self.student
+
+    def stop(self, status: str, *reasons: str) -> None:
+        self.result.status, self.result.reasons, self.done = status, self.result.reasons + list(reasons), True
+
+
+def read_the_submission(g: Grading) -> None:
+    """The submission folder (never followed through a link) and its notebook, with notes on what
+    else the folder holds, its format and the kernel it asks for."""
+    assignment = g.context.assignment
+    folder = assignment.submitted(g.student)
     try:  # a submission folder that is a link (to solutions/, to a classmate's) is refused, not followed
-        no_links(folder, assignment.root / "submitted")
+        no_links(folder, assignment.root / SUBMITTED)
     except Missing:
-        result.status = NOT_SUBMITTED
-        return result
+        return g.stop(NOT_SUBMITTED)
     except Unreadable as error:
-        result.status, result.reasons = FAILED, [f"submitted/{error}"]
-        return result
+        return g.stop(FAILED, f"{SUBMITTED}/{error}")
     if not folder.is_dir():
-        result.status = NOT_SUBMITTED
-        return result
+        return g.stop(NOT_SUBMITTED)
     notebook = folder / assignment.release.name
     ignored = sorted(safe_text(p.name, one_line=True) for p in folder.iterdir()
                      if p.name not in (notebook.name, "timestamp.txt", "submission_secret.txt"))  # nbgrader's own
     if ignored:
-        result.notes.append(f"only {notebook.name} was graded; ignored: {', '.join(ignored)}")
+        g.result.notes.append(f"only {notebook.name} was graded; ignored: {', '.join(ignored)}")
     try:
-        raw = read_submission(notebook, root=folder)
+        g.raw = read_submission(notebook, root=folder)
     except Unreadable as error:
-        result.status, result.reasons = FAILED, [str(error)]
-        return result
-    if raw.get("converted_from"):
-        result.notes.append(f"the notebook was in format {raw['converted_from']}; it was converted to format 4")
-    kernel = raw.get("metadata", {}).get("kernelspec", {}) if isinstance(raw.get("metadata"), dict) else {}
+        return g.stop(FAILED, str(error))
+    if g.raw.get("converted_from"):
+        g.result.notes.append(f"the notebook was in format {g.raw['converted_from']}; it was converted to format 4")
+    kernel = g.raw.get("metadata", {}).get("kernelspec", {}) if isinstance(g.raw.get("metadata"), dict) else {}
     if isinstance(kernel, dict) and kernel.get("name") not in (None, "python3"):
-        result.notes.append(f"the notebook asks for kernel {kernel.get('name')!r}; it was graded with Python 3")
-    found = answers(raw, cells, context.ids)
-    result.notes += found.notes
-    result.reasons += found.flags + pasted_references(found.code, context.references)
-    findings = _lint(context, found)
-    result.findings = [str(f) for f in findings]
-    result.reasons += [f"{f}: a way around the grader, which no answer needs: a person should look at it"
-                       for f in findings if f.kind == "tamper"]
-    workdir = context.work / student
-    budget = Budget(context.limits.student_s)  # one for all of this student's runs
-    run, replayed, waited = _run(context, found, workdir, context.reference.replayed(), budget)
-    result.seconds = time.monotonic() - started - waited
-    if run.failure:
-        result.status, result.reasons = FAILED, result.reasons + [run.failure]
-        return _with_log(result, run, workdir)
-    outcomes = dict(replayed)
-    mismatches = {k: _mismatch(context, k, got) for k, got in outcomes.items()}  # compared once per result
-    spent = run.spent
-    for number, group in enumerate(cascade_groups(context, mismatches, found), 1):
+        g.result.notes.append(f"the notebook asks for kernel {kernel.get('name')!r}; it was graded with Python 3")
+
+
+def find_the_answers(g: Grading) -> None:
+    """The answer cells by grade_id (or cell id), and the references pasted into them."""
+    g.found = answers(g.raw, g.context.cells, g.context.ids)
+    g.result.notes += g.found.notes
+    g.result.reasons += g.found.flags + pasted_references(g.found.code, g.context.references)
+
+
+def check_statically(g: Grading) -> None:
+    """The lint of the answer cells: a way around the grader goes to a person."""
+    g.findings = _lint(g.context, g.found)
+    g.result.findings = [str(f) for f in g.findings]
+    g.result.reasons += [f"{f}: a way around the grader, which no answer needs: a person should look at it"
+                         for f in g.findings if f.kind == "tamper"]
+
+
+def run_in_the_sandbox(g: Grading) -> None:
+    """The student's notebook, without test cells, replaying every usable probe."""
+    g.run, replayed, g.waited = _run(g.context, g.found, g.workdir, g.context.reference.replayed(), g.budget)
+    if g.run.failure:
+        g.stop(FAILED, g.run.failure)
+    g.outcomes, g.spent = dict(replayed), g.run.spent
+
+
+def compare_the_answers(g: Grading) -> None:
+    """Each probe's record against the solution's, outside the sandbox, once per result."""
+    g.mismatches = {k: _mismatch(g.context, k, got) for k, got in g.outcomes.items()}
+
+
+def grade_again_on_corrected_exercises(g: Grading) -> None:
+    """The cascade: cells that failed while an exercise they build on failed, run again with those
+    exercises bound to course_lib's references, within the student's one time limit."""
+    for number, group in enumerate(cascade_groups(g.context, g.mismatches, g.found), 1):
         names = ", ".join(c.grade_id for c in group)
-        if spent or budget.spent():  # the cells keep their first verdict, which a person should check
-            result.reasons.append(f"{names}: not graded again with the exercises they build on corrected: "
-                                  "this student's time limit for all of their runs was spent")
+        if g.spent or g.budget.spent():  # the cells keep their first verdict, which a person should check
+            g.result.reasons.append(f"{names}: not graded again with the exercises they build on corrected: "
+                                    "this student's time limit for all of their runs was spent")
             continue
-        rerun, again, queued = _run(context, found, workdir / f"cascade-{number}",
-                                    [k for c in group for k in context.probes_of(c)], budget, bind=True)
-        waited += queued
-        spent = spent or rerun.spent
+        rerun, again, queued = _run(g.context, g.found, g.workdir / f"cascade-{number}",
+                                    [k for c in group for k in g.context.probes_of(c)], g.budget, bind=True)
+        g.waited += queued
+        g.spent = g.spent or rerun.spent
         if rerun.failure:  # the cells keep their first verdict, which a person should check
-            result.reasons.append(f"{names}: could not be graded again with the exercises they build on corrected: "
-                                  f"{rerun.failure}")
+            g.result.reasons.append(f"{names}: could not be graded again with the exercises they build on "
+                                    f"corrected: {rerun.failure}")
         else:
-            outcomes.update(again)
-            mismatches.update({k: _mismatch(context, k, got) for k, got in again.items()})
-    result.seconds = time.monotonic() - started - waited  # this student's own time: no queueing for a slot
-    result.checks = _verdicts(context, outcomes, mismatches, findings)
-    graded_notebook(assignment.source, found, context.stubs, result.checks, workdir / assignment.release.name)
-    if spent:
-        result.reasons.append(f"the grading {spent}")
-    result.reasons += [f"{c.grade_id}: {c.message}" for c in result.checks if c.status == "review"]
-    result.score = sum(c.score for c in result.checks)
-    result.status = REVIEW if result.reasons else GRADED
-    return _with_log(result, run, workdir)
+            g.outcomes.update(again)
+            g.mismatches.update({k: _mismatch(g.context, k, got) for k, got in again.items()})
+
+
+def decide(g: Grading) -> None:
+    """Each test cell's verdict, the graded notebook for the instructor, the score and the status."""
+    g.result.checks = _verdicts(g.context, g.outcomes, g.mismatches, g.findings)
+    graded_notebook(g.context.assignment.source, g.found, g.context.stubs, g.result.checks,
+                    g.workdir / g.context.assignment.release.name)
+    if g.spent:
+        g.result.reasons.append(f"the grading {g.spent}")
+    g.result.reasons += [f"{c.grade_id}: {c.message}" for c in g.result.checks if c.status == "review"]
+    g.result.score = sum(c.score for c in g.result.checks)
+    g.result.status = REVIEW if g.result.reasons else GRADED
+
+
+# One student's grading, stage by stage; the batch saves each result (:func:`save`).
+STAGES = (read_the_submission, find_the_answers, check_statically, run_in_the_sandbox, compare_the_answers,
+          grade_again_on_corrected_exercises, decide)
+
+
+def grade_student(context: Context, student: str) -> Result:
+    max_score = sum(c.points for c in context.cells if c.kind == "test")
+    g = Grading(context, student, Result(student, context.assignment.id, GRADED, None, max_score),
+                Budget(context.limits.student_s))
+    for stage in STAGES:
+        stage(g)
+        if g.done:
+            break
+    if g.run is not None:  # this student's own time, without queueing for a slot; the run's log for the record
+        g.result.seconds = time.monotonic() - g.started - g.waited
+        (g.workdir / "log.tail").write_text(g.run.log, encoding="utf-8")
+    return g.result
 
 
 def _run(context: Context, found: Answers, workdir: Path, replay: list[int], budget: Budget,
@@ -223,9 +253,7 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     # no cell after the last replay can change a result: a cascade of early exercises skips the rest
     cells = graded_plan(context.cells, found, context.stubs)[:max(after.values(), default=-1) + 1]
     keep = {name for k in replay for name in context.reference.calls[k].get("binds", {})} if bind else set()
-    plan = {"mode": "grade", "cells": [c.as_plan() for c in cells], "limits": plan_limits(context.limits),
-            "replay": replay, "bind": bind, "replay_after": after,
-            "sampled": [k for k in replay if context.reference.calls[k].get("sampled")]}
+    plan = make_plan("grade", cells, context.limits, context.cells, context.reference.calls, replay, bind=bind)
     course_lib = redacted_for(context.assignment, context.cells, context.reference.calls, keep) \
         if keep else context.course_lib
     queued = time.monotonic()
@@ -289,11 +317,6 @@ def cascade_groups(context: Context, mismatches: dict[int, str | None], found: A
 
 def _mismatch(context: Context, k: int, got: dict | None) -> Mismatch | None:
     return compare(context.reference.expected(k), got, tuple(context.reference.calls[k]["tolerance"]))
-
-
-def _with_log(result: Result, run: Run, workdir: Path) -> Result:
-    (workdir / "log.tail").write_text(run.log, encoding="utf-8")
-    return result
 
 
 def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks: list[Check], path: Path) -> None:
@@ -422,8 +445,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     cells = source_cells(assignment.source)
     if not any(c.kind == "test" for c in cells):
         raise CourseError(f"{assignment.source}: no graded test cells")
-    submitted = root / "submitted"
-    names = students or sorted(p.parent.name for p in submitted.glob(f"*/{assignment.id}") if p.is_dir())
+    names = students or sorted(p.parent.name for p in (root / SUBMITTED).glob(f"*/{assignment.id}") if p.is_dir())
     url = gradebook.db_url(root)
     saved = gradebook.backup(root, url)
     print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
@@ -478,7 +500,7 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     """The student's record, graded notebook and log under ``autograded/``, their grades in the gradebook."""
     if result.status == NOT_SUBMITTED:
         return
-    folder = root / "autograded" / result.student / assignment.id
+    folder = assignment.autograded(result.student)
     folder.mkdir(parents=True, exist_ok=True)
     graded = work / result.student / assignment.release.name
     if graded.is_file():
@@ -486,16 +508,13 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     log = work / result.student / "log.tail"
     if log.is_file():
         shutil.copy(log, folder / "grading.log")
-    timestamp = _timestamp(root / "submitted" / result.student / assignment.id / "timestamp.txt", root / "submitted")
+    timestamp = _timestamp(assignment.submitted(result.student) / "timestamp.txt", root / SUBMITTED)
     review = {c.grade_id for c in result.checks if c.status == "review"}
     scores = {c.grade_id: (c.score if result.status != FAILED else None) for c in result.checks}
     if result.status == FAILED:
         scores = {c.grade_id: None for c in _test_cells(assignment)}
     gradebook.save(url, assignment.id, assignment.release.stem, result.student, scores, review, timestamp)
-    # The record last, and whole or not at all: a record says its grades are in the gradebook.
-    partial = folder / f".{RECORD}.partial"
-    partial.write_text(json.dumps(safe_data(asdict(result)), indent=1), encoding="utf-8")
-    os.replace(partial, folder / RECORD)
+    write_record(folder, result)  # the record last: a record says its grades are in the gradebook
     shutil.rmtree(work / result.student, ignore_errors=True)
 
 
@@ -506,10 +525,10 @@ NOT_SAVED = "not saved to the gradebook"
 def submission_digest(root: Path, assignment: Assignment, student: str) -> str | None:
     """sha256 of what grading reads from a submission (the notebook and timestamp.txt); None when
     there is no submission or it cannot be read (it is graded, and fails with the reason)."""
-    folder = root / "submitted" / student / assignment.id
+    folder = assignment.submitted(student)
     digest = hashlib.sha256()
     try:
-        no_links(folder, root / "submitted")
+        no_links(folder, root / SUBMITTED)
         for name, limit in ((assignment.release.name, MAX_NOTEBOOK_BYTES), ("timestamp.txt", 256)):
             try:
                 digest.update(name.encode() + b"\0" + read_bytes(folder / name, limit, root=folder) + b"\0")
@@ -524,13 +543,11 @@ def unchanged(root: Path, assignment: Assignment, student: str, grader: str, in_
               ) -> Result | None:
     """The saved result of ``student`` when it still stands: the same submission graded by the same
     grader, saved whole, with the gradebook holding its grades and no grader trouble in its reasons."""
-    path = root / "autograded" / student / assignment.id / RECORD
     try:
-        record = json.loads(read_bytes(path, 16 << 20, root=root / "autograded").decode("utf-8"))
-        result = Result(**{**record, "checks": [Check(**check) for check in record["checks"]]})
-    except (Unreadable, ValueError, TypeError, KeyError):  # none yet, or not one this version wrote
+        result = read_record(assignment, student)
+    except BadRecord:  # not one this version wrote: graded again
         return None
-    if result.grader != grader or not result.submission or \
+    if result is None or result.grader != grader or not result.submission or \
             result.submission != submission_digest(root, assignment, student) or \
             any(reason.startswith(GRADER_ERROR) or NOT_SAVED in reason for reason in result.reasons):
         return None
@@ -565,9 +582,7 @@ def summary(results: list[Result]) -> str:
         why = "; ".join(r.reasons) if r.reasons else ("; ".join(r.notes) if r.status == GRADED else "")
         rows.append((safe_text(r.student, one_line=True), score, safe_text(r.status, one_line=True),
                      "kept" if r.kept else f"{r.seconds:.1f}", safe_text(why, one_line=True)[:100]))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4] for row in rows]
-    lines.insert(1, "-" * len(lines[0]))
+    lines = text_table(rows, rule=True)
     counts = {s: sum(r.status == s for r in results) for s in (GRADED, REVIEW, FAILED, NOT_SUBMITTED)}
     lines.append(", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no submissions")
     if kept := sum(r.kept for r in results):

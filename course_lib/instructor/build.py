@@ -10,6 +10,7 @@ from .course import Assignment
 from .execute import execute, validate
 from .notebooks import dumps, graded_cells, read_notebook, write_if_changed
 from .release import plan_release
+from .untrusted import text_table
 
 
 @dataclass
@@ -25,10 +26,7 @@ class Row:
 def format_table(rows: list[Row]) -> str:
     header = ("assignment", "solution tests passed", "release tests failing", "runtime", "headline")
     lines = [header] + [(r.assignment, r.tests, r.release, _minutes(r.seconds), r.headline) for r in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in lines]
-    text.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(text)
+    return "\n".join(text_table(lines, rule=True))
 
 
 def _minutes(seconds: float) -> str:

@@ -8,6 +8,9 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 CONFIG_FILE = "nbgrader_config.py"
+# Per student and assignment, nbgrader's layout: submitted/<student>/<id>/ what they handed in,
+# autograded/<student>/<id>/ the grader's record and graded copy, feedback/<student>/<id>/ their page
+SUBMITTED, AUTOGRADED, FEEDBACK = "submitted", "autograded", "feedback"
 
 
 class CourseError(Exception):
@@ -28,6 +31,18 @@ class Assignment:
     @property
     def release(self) -> Path:
         return self.root / "notebooks" / self.id / f"{self.id}.ipynb"
+
+    def submitted(self, student: str) -> Path:
+        """The student's submission folder (its notebook is named as :attr:`release` is)."""
+        return self.root / SUBMITTED / student / self.id
+
+    def autograded(self, student: str) -> Path:
+        """The grader's record and graded copy of the student's submission."""
+        return self.root / AUTOGRADED / student / self.id
+
+    def feedback(self, student: str) -> Path:
+        """The student's feedback page."""
+        return self.root / FEEDBACK / student / self.id / f"{self.id}.html"
 
 
 def find_root(start: Path | None = None) -> Path:

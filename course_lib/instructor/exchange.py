@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from .course import Assignment, CourseError, nbgrader_config
+from .course import FEEDBACK, Assignment, CourseError, nbgrader_config
 from .intake import Budget, Limits, Refused, Submission
 from .untrusted import Missing, Unreadable, open_regular, read_bytes, safe_text
 
@@ -213,7 +213,7 @@ def copy_newer(collected: Collected) -> None:
     """Each student's chosen entry into submitted/, unless what is there is as recent."""
     root = collected.assignment.root
     for login, entry in sorted(collected.latest.items()):
-        existing = _existing_time(root / "submitted" / login / collected.assignment.id)
+        existing = _existing_time(collected.assignment.submitted(login))
         if existing is not None and existing >= entry.time:
             continue
         submission = Submission(root, login, collected.assignment.id)
@@ -322,11 +322,11 @@ def release_feedback_to_exchange(assignment: Assignment, students: list[str] | N
     root = assignment.root
     api = _api(root)
     released, missing = [], []
-    for folder in sorted((root / "feedback").glob(f"*/{assignment.id}")):
+    for folder in sorted((root / FEEDBACK).glob(f"*/{assignment.id}")):
         student = folder.parent.name
         if students and student not in students or not any(folder.glob("*.html")):
             continue
-        submission = root / "submitted" / student / assignment.id
+        submission = assignment.submitted(student)
         if not (submission / SECRET).is_file():
             missing.append(student)
             continue

@@ -11,18 +11,17 @@ control characters; a record that cannot be read costs only its own page.
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from . import gradebook
-from .verdicts import FAILED, RECORD
-from .course import assignments
+from .records import FAILED, RECORD, Result, read_record
+from .course import AUTOGRADED, assignments
 from .notebooks import nbgrader_meta, read_notebook
 from .submission import Unreadable, answers, cell_ids, read_submission, source_cells, split_test_cell
-from .untrusted import html_text, safe_data, safe_text
+from .untrusted import html_text, safe_text
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%}
@@ -82,9 +81,10 @@ def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
 
 
 def student_answers(root: Path, assignment, student: str, cells: list, ids: dict[str, str]) -> dict[str, str]:
-    """The student's answer cells (grade_id -> code) as the grader read them, given the source's
-    ``cells`` and cell ``ids``; none if the submission cannot be read."""
-    folder = root / "submitted" / student / assignment.id
+    """The student's answer cells (grade_id -> code) as they were graded, given the source's ``cells``
+    and cell ``ids``: read from the graded copy under ``autograded/``, not from ``submitted/``, which a
+    student may have replaced since; none when no graded copy can be read."""
+    folder = assignment.autograded(student)
     try:
         raw = read_submission(folder / assignment.release.name, root=folder)
     except Unreadable:
@@ -96,39 +96,39 @@ def visible_part(source: str) -> str:
     return "\n".join(code for kind, code in split_test_cell(source) if kind == "visible").rstrip()
 
 
-def page(record: dict, tests: dict[str, str], score: dict | None,
+def page(record: Result, tests: dict[str, str], score: dict | None,
          labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None) -> str:
     """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
     ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
     cell's grade_id to the student's code."""
     labels, code = labels or {}, code or {}
     e = html_text
-    title = f"{record['assignment']}: feedback for {record['student']}"
+    title = f"{record.assignment}: feedback for {record.student}"
     manual = (score or {}).get("manual", {})
-    if record["status"] == FAILED:
-        summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record['reasons']))}</p>"
+    if record.status == FAILED:
+        summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
     else:
-        total = score["score"] if score else record["score"]
-        summary = f"<p>Score: <b>{total:g} / {record['max_score']:g}</b></p>"
+        total = score["score"] if score else record.score
+        summary = f"<p>Score: <b>{total:g} / {record.max_score:g}</b></p>"
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
-    if record["notes"]:
-        notes = "".join(f"<li>{e(n)}</li>" for n in record["notes"])
+    if record.notes:
+        notes = "".join(f"<li>{e(n)}</li>" for n in record.notes)
         parts.append(f"<h2>About your submission</h2><ul>{notes}</ul>")
-    if record["checks"]:
+    if record.checks:
         parts.append("<h2>Checks</h2><table><tr><th>exercise</th><th>score</th><th>result</th></tr>")
-        for check in record["checks"]:
-            points = manual.get(check["grade_id"], check["score"])
-            message = check["message"]
-            label, answered = labels.get(check["grade_id"], (check["grade_id"], []))
+        for check in record.checks:
+            points = manual.get(check.grade_id, check.score)
+            message = check.message
+            label, answered = labels.get(check.grade_id, (check.grade_id, []))
             yours = "\n\n".join(code[a] for a in answered if a in code).strip()
-            visible = visible_part(tests.get(check["grade_id"], ""))
+            visible = visible_part(tests.get(check.grade_id, ""))
             parts.append(
-                f"<tr><td>{e(label)}<br><small>{e(check['grade_id'])}</small></td>"
-                f"<td>{points:g} / {check['points']:g}</td>"
-                f"<td><span class='{e(check['status'])}'>{RESULT.get(check['status'], e(check['status']))}</span>"
+                f"<tr><td>{e(label)}<br><small>{e(check.grade_id)}</small></td>"
+                f"<td>{points:g} / {check.points:g}</td>"
+                f"<td><span class='{e(check.status)}'>{RESULT.get(check.status, e(check.status))}</span>"
                 + (f"<pre>{e(message)}</pre>" if message else "")
-                + (f"<details{' open' if check['status'] != 'passed' else ''}><summary>your answer</summary>"
+                + (f"<details{' open' if check.status != 'passed' else ''}><summary>your answer</summary>"
                    f"<pre>{e(yours)}</pre></details>" if yours else "")
                 + (f"<details><summary>the visible part of this check</summary><pre>{e(visible)}</pre></details>"
                    if visible else "")
@@ -145,19 +145,18 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     scores = gradebook.scores(gradebook.db_url(root), assignment.id)
-    records = sorted((root / "autograded").glob(f"*/{assignment.id}/{RECORD}"))
+    graded = sorted(path.parent.parent.name for path in (root / AUTOGRADED).glob(f"*/{assignment.id}/{RECORD}"))
     written, failed = 0, []
-    for path in records:
-        student = path.parent.parent.name  # the folder's name, not what the record says
+    for student in graded:  # the folder's name, not what the record says
         if students and student not in students:
             continue
         try:
-            record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
+            record = read_record(assignment, student)
             text = page(record, tests, scores.get(student), labels, student_answers(root, assignment, student, cells, ids))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue
-        target = root / "feedback" / student / assignment.id / f"{assignment.release.stem}.html"
+        target = assignment.feedback(student)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written += 1

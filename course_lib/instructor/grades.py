@@ -13,15 +13,14 @@ row, never the export.
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from . import gradebook
-from .verdicts import FAILED, GRADED, NOT_SUBMITTED, RECORD, REVIEW
-from .course import Assignment
-from .untrusted import csv_cell, safe_data, safe_text
+from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
+from .course import AUTOGRADED, SUBMITTED, Assignment
+from .untrusted import csv_cell, safe_text, text_table
 
 NOT_GRADED = "not graded yet"
 COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
@@ -30,7 +29,7 @@ COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
 def rows(root: Path, selected: list[Assignment]) -> list[dict]:
     url = gradebook.db_url(root)
     roster = set(gradebook.students(url)) if _exists(url) else set()
-    for folder in ("submitted", "autograded"):
+    for folder in (SUBMITTED, AUTOGRADED):
         roster |= {p.name for p in (root / folder).glob("*") if p.is_dir()}
     table = []
     for assignment in selected:
@@ -47,40 +46,30 @@ def _exists(url: str) -> bool:
 def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -> dict:
     row = {"student": student, "assignment": assignment.id, "status": NOT_SUBMITTED,
            "score": "", "max_score": "", "why": ""}
-    record_path = root / "autograded" / student / assignment.id / RECORD
     try:
-        record = _record(record_path) if record_path.is_file() else None
-    except (OSError, ValueError, TypeError, KeyError, RecursionError) as error:
-        why = f"the grading record {RECORD} cannot be read ({type(error).__name__}): run course autograde again"
+        record = read_record(assignment, student)
+    except BadRecord as error:
+        why = f"the grading record cannot be read ({error}): run course autograde again"
         row.update(status=f"{FAILED} ({why})", why=why)
         return row
     if score is not None:
         row.update(score=_number(score["score"]), max_score=_number(score["max_score"]), status=GRADED)
     if record is None:
-        if score is None and (root / "submitted" / student / assignment.id).is_dir():
+        if score is None and assignment.submitted(student).is_dir():
             row["status"] = NOT_GRADED
         return row
-    row["max_score"] = row["max_score"] or _number(record["max_score"])
-    if record["status"] == FAILED:
-        row.update(status=f"{FAILED} ({'; '.join(record['reasons'])})", score="", why="; ".join(record["reasons"]))
-    elif record["status"] == REVIEW:
-        flagged = {c["grade_id"] for c in record["checks"] if c["status"] == "review"}
+    row["max_score"] = row["max_score"] or _number(record.max_score)
+    if record.status == FAILED:
+        row.update(status=f"{FAILED} ({'; '.join(record.reasons)})", score="", why="; ".join(record.reasons))
+    elif record.status == REVIEW:
+        flagged = {c.grade_id for c in record.checks if c.status == "review"}
         pending = flagged - set((score or {}).get("manual", {}))
         if pending or not flagged:  # whole-submission reasons stay until the next autograde run
-            why = "; ".join(record["reasons"])
+            why = "; ".join(record.reasons)
             row.update(status=f"{REVIEW} ({why})", why=why)
-    elif record["status"] == NOT_SUBMITTED:
+    elif record.status == NOT_SUBMITTED:
         row["status"] = NOT_SUBMITTED
     return row
-
-
-def _record(path: Path) -> dict:
-    record = safe_data(json.loads(path.read_text(encoding="utf-8", errors="replace")))
-    if not isinstance(record, dict) or not isinstance(record.get("reasons"), list) or \
-            not isinstance(record.get("checks"), list) or "status" not in record or "max_score" not in record:
-        raise ValueError("not a grading record")
-    record["reasons"] = [str(r) for r in record["reasons"]]
-    return record
 
 
 def _number(value: float | None) -> str:
@@ -101,7 +90,6 @@ def export(root: Path, selected: list[Assignment], csv_path: str | None = None, 
             r["student"], r["assignment"], f"{r['score']}/{r['max_score']}" if r["score"] != "" else "-",
             r["status"][:120]))
         for r in table]
-    widths = [max(len(line[i]) for line in shown) for i in range(3)]
-    for line in shown:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line[:3], widths)) + "  " + line[3], file=out)
+    for line in text_table(shown):
+        print(line, file=out)
     return 1 if any(r["status"].startswith((REVIEW, FAILED, NOT_GRADED)) for r in table) else 0

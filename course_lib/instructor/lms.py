@@ -41,9 +41,8 @@ from .course import Assignment, CourseError
 from .grades import rows as grade_rows
 from .submission import source_cells
 from .untrusted import csv_cell, safe_text
-from .verdicts import GRADED, NOT_SUBMITTED
+from .records import GRADED, NOT_SUBMITTED
 
-FORMATS = ("csv", "canvas", "moodle")
 # students.csv: student_id is required (the folder name under submitted/, the JupyterHub user);
 # the others are optional and only used to fill and match the LMS's identity columns.
 ROSTER_COLUMNS = ("student_id", "name", "email", "canvas_id", "sis_user_id", "sis_login_id", "section",

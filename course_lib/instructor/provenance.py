@@ -56,7 +56,6 @@ _HIDDEN = [  # spans whose digits are not prose numbers, replaced by spaces befo
     re.compile(r"https?://\S+"),
     re.compile(r"^\s{0,3}#.*$", re.MULTILINE),
 ]
-_MAGNITUDE = {"k": 1e3, "M": 1e6, "B": 1e9}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ Results are cached under ``build/autograde/<assignment>/`` per source notebook a
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
@@ -20,6 +21,8 @@ import torch
 
 from .course import Assignment, CourseError
 from .plain import compare, error_message
+from .protocol import Plan
+from .pyparse import parse
 from .redacted import redacted_course_lib
 from .runs import Run, run_plan
 from .sandbox import Limits, Sandbox
@@ -43,12 +46,53 @@ class Reference:
         return self.loaded[k]
 
 
-def _key(cells: list[Cell]) -> str:
-    import course_lib
+COURSE_LIB = Path(__file__).resolve().parents[1]
+# The grader and the modules that run in the sandbox: of the tooling, a grade depends only on what
+# these import, so that editing the publishing or class tooling (slides, lms, similarity, hub, ...)
+# keeps every saved grade and a rerun resumes instead of grading the whole class again.
+GRADING_ENTRY_POINTS = ("autograde", "runner", "zygote")
 
+
+def grading_sources(package: Path) -> list[Path]:
+    """The files of course_lib (the folder ``package``) that a grade depends on: every module but the
+    tooling's, and of ``instructor/`` the modules :data:`GRADING_ENTRY_POINTS` import, directly or not
+    (read from their ``import`` statements, so a new module is counted as soon as the grader uses it)."""
+    tooling = package / "instructor"
+    sources = [path for path in package.rglob("*.py") if tooling not in path.parents]
+    graded, todo = set(), list(GRADING_ENTRY_POINTS)
+    while todo:
+        name = todo.pop()
+        path = tooling / f"{name}.py"
+        if name in graded or not path.is_file():
+            continue
+        graded.add(name)
+        todo += _tooling_imports(parse(path.read_text(encoding="utf-8")))
+    return sorted(sources + [tooling / f"{name}.py" for name in graded])
+
+
+def _tooling_imports(tree: ast.Module) -> list[str]:
+    """The names a module imports from the tooling package: ``from .x import``, ``from . import x``,
+    ``from course_lib.instructor(.x) import``, ``import course_lib.instructor.x``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 1 or module.startswith("course_lib.instructor"):
+                inside = module.removeprefix("course_lib.instructor").lstrip(".") if node.level == 0 else module
+                found += [inside.split(".")[0]] if inside else [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [alias.name.split(".")[2] for alias in node.names
+                      if alias.name.startswith("course_lib.instructor.")]
+    return found
+
+
+def grader_key(cells: list[Cell], package: Path | None = None) -> str:
+    """What a reference and the grades against it depend on: the assignment's cells, the course_lib
+    files of :func:`grading_sources` (of :data:`COURSE_LIB` by default) and torch's version."""
+    package = package or COURSE_LIB
     digest = hashlib.sha256(json.dumps([c.as_plan() for c in cells]).encode())
-    for path in sorted(Path(course_lib.__file__).parent.rglob("*.py")):
-        digest.update(path.read_bytes())
+    for path in grading_sources(package):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     digest.update(torch.__version__.encode())
     return digest.hexdigest()[:16]
 
@@ -87,21 +131,19 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
     random state; the check run's record (with gradients, where the cell checks them) is what the
     students' answers are compared with.
     """
-    folder = assignment.root / "build" / "autograde" / assignment.id / f"reference-{_key(cells)}"
+    folder = assignment.root / "build" / "autograde" / assignment.id / f"reference-{grader_key(cells)}"
     if (folder / "usable.json").is_file():
         usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
         return Reference(folder, json.loads((folder / "probes.json").read_text()), usable)
-    plan = {"mode": "record", "cells": [c.as_plan() for c in cells], "limits": plan_limits(limits)}
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
-        record = run_plan(sandbox, Path(scratch) / "record", plan, files, limits)
+        record = run_plan(sandbox, Path(scratch) / "record", make_plan("record", cells, limits), files, limits)
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
         check_cells = graded_plan(cells, solution, {})
         check = run_plan(sandbox, Path(scratch) / "check",
-                         {"mode": "check", "cells": [c.as_plan() for c in check_cells], "limits": plan_limits(limits),
-                          "replay": replayable, "replay_after": replay_after(cells, calls, replayable)},
+                         make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
                          {**files, "probes.json": record.outbox / "probes.json"},
                          limits, course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
@@ -125,9 +167,7 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         sampled = [k for k, call in enumerate(calls) if call.get("sampled")]
         if sampled:
             samples = run_plan(sandbox, Path(scratch) / "samples",
-                               {"mode": "grade", "cells": [c.as_plan() for c in check_cells],
-                                "limits": plan_limits(limits), "replay": sampled, "sampled": sampled,
-                                "replay_after": replay_after(cells, calls, sampled)},
+                               make_plan("grade", check_cells, limits, cells, calls, sampled, sampled=sampled),
                                {**files, "probes.json": record.outbox / "probes.json"},
                                limits, course_lib=redacted_for(assignment, cells, calls),
                                probe_inputs=record.outbox / "probes")
@@ -161,10 +201,7 @@ def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], san
     if not stubs or not kept:
         return
     plan_cells = graded_plan(cells, Answers({}), stubs)
-    run = run_plan(sandbox, scratch / "release", {"mode": "grade", "cells": [c.as_plan() for c in plan_cells],
-                                                  "limits": plan_limits(limits), "replay": kept,
-                                                  "replay_after": replay_after(cells, calls, kept),
-                                                  "sampled": [k for k in kept if calls[k].get("sampled")]},
+    run = run_plan(sandbox, scratch / "release", make_plan("grade", plan_cells, limits, cells, calls, kept),
                    {**files, "probes.json": recorded / "probes.json"}, limits,
                    course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
     passed = {}
@@ -195,6 +232,17 @@ def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
 
 def plan_limits(limits: Limits) -> dict:
     return {"memory_bytes": limits.memory_bytes, "processes": limits.processes, "file_bytes": limits.file_bytes}
+
+
+def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] = (), calls: list[dict] = (),
+              replay: list[int] = (), sampled: list[int] | None = None, bind: bool = False) -> Plan:
+    """The plan of a run of ``cells`` replaying the probes ``replay`` (of ``calls``), each after the
+    plan step its test cell followed in ``source`` (the source notebook's cells); ``sampled``: the
+    probes replayed from several seeds (by default those ``calls`` marks as random)."""
+    replay = list(replay)
+    return Plan(mode, [c.as_plan() for c in cells], plan_limits(limits), replay,
+                replay_after(source, calls, replay) if replay else {},
+                [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind)
 
 
 MAX_RESULT_BYTES = 256 << 20

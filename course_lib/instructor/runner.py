@@ -13,9 +13,10 @@ what :func:`.plain.compare` checks itself.
 
 No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
 it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
-(:class:`.runs.ProbeServer`). A hidden check runs in a fork of its own, which asks for its input,
-replays it, writes its result and exits: no process of the student's ever holds two hidden inputs,
-or carries anything from one hidden check to the next. What an exercise forbids is blocked
+(:class:`.runs.ProbeServer`). The hidden checks of a test cell run in a fork of their own, which
+asks for each input as its check starts, replays it and writes its result, and exits after the
+cell's last check: the main run never holds a hidden input, and nothing a hidden check leaves
+reaches another test cell's checks or the answer cells that run later. What an exercise forbids is blocked
 whenever its code runs: while its answer cell runs and while each of its checks replays.
 """
 from __future__ import annotations
@@ -25,16 +26,14 @@ import os
 import resource
 import shutil
 import socket
-import struct
 import sys
 import time
 import traceback
 from pathlib import Path
 
+from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, Plan
+
 MESSAGE_CHARS = 2_000
-REQUEST = struct.Struct("<q")  # the probe asked for
-COUNT = struct.Struct("<I")  # inputs in the answer (0: refused)
-BLOB = struct.Struct("<qQ")  # one input: its probe, its length; then its bytes
 
 
 class Events:
@@ -137,8 +136,8 @@ def main(argv: list[str]) -> int:
     inbox, outbox = Path(argv[0]), Path(argv[1])
     if "--drop-to" in argv:
         _drop_privileges(int(argv[argv.index("--drop-to") + 1]))
-    plan = json.loads((inbox / "plan.json").read_text(encoding="utf-8"))
-    _limit(plan["limits"])
+    plan = Plan.loads((inbox / PLAN).read_text(encoding="utf-8"))
+    _limit(plan.limits)
     for folder in ("tmp", "runs"):
         (Path(os.environ.get("HOME", ".")) / folder).mkdir(exist_ok=True)
     if (inbox / "files").is_dir():  # the files released beside the notebook (never the student's own)
@@ -148,7 +147,7 @@ def main(argv: list[str]) -> int:
             elif path.suffix != ".ipynb":
                 shutil.copy(path, path.name)
     sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]  # no torch.py from the cwd
-    events = Events(outbox / "events.jsonl")
+    events = Events(outbox / EVENTS)
     main_pid = os.getpid()
 
     import torch  # noqa: F401 (imported before any student code, with the thread count set)
@@ -161,18 +160,18 @@ def main(argv: list[str]) -> int:
     # names afterwards changes nothing the runner calls.
     replay, guard, save = probes.replay, probes.guard, torch.save
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    recorder = probes.Recorder() if plan["mode"] == "record" else None
+    recorder = probes.Recorder() if plan.mode == "record" else None
     if recorder:
         recorder.install()
     shell = _shell()
-    skip = {int(step): why for step, why in plan.get("skip", {}).items()}
+    skip = plan.skip
     captured: dict = {}
-    calls = None if recorder else json.loads((inbox / "probes.json").read_text(encoding="utf-8"))
+    calls = None if recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
     guards = {} if recorder else probes.exercise_guards(calls)
     inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
-    (outbox / "replay").mkdir(exist_ok=True)
-    last = len(plan["cells"]) - 1
-    after = {int(k): v for k, v in plan.get("replay_after", {}).items()}
+    (outbox / REPLAY).mkdir(exist_ok=True)
+    last = len(plan.cells) - 1
+    after = plan.replay_after
 
     def run_cell(cell: dict, step: int) -> None:
         """One cell of the plan (a test cell as its visible and hidden parts), its end reported; an
@@ -208,41 +207,69 @@ def main(argv: list[str]) -> int:
         given = inputs.fetch(index)
         once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
                                         resolve=resolve_dotted, guarded=guards.get(calls[index]["target"], []),
-                                        bind_references=plan.get("bind", False), **options)
-        if index in plan.get("sampled", []):  # a random answer: its results from several seeds
+                                        bind_references=plan.bind, **options)
+        if index in plan.sampled:  # a random answer: its results from several seeds
             record = {"samples": [once(seed=seed) for seed in probes.SAMPLE_SEEDS]}
         else:
             record = once()
         if os.getpid() != process:  # a fork of the student's code came back here: it must stop
             os._exit(0)
-        save(record, outbox / "replay" / f"{index}.pt")
-        if plan["mode"] == "check":
-            save(once(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
+        save(record, outbox / REPLAY / f"{index}.pt")
+        if plan.mode == "check":
+            save(once(perturb=True), outbox / REPLAY / f"{index}.perturbed.pt")
+
+    def replayed(index: int) -> bool:
+        """Whether probe ``index`` wrote its result (and, checking the solution, its perturbed one)."""
+        return (outbox / REPLAY / f"{index}.pt").is_file() and \
+            (plan.mode != "check" or (outbox / REPLAY / f"{index}.perturbed.pt").is_file())
+
+    def hidden_checks(group: list[tuple[int, int]]) -> None:
+        """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
+        after the other, each input asked for only as its check starts: no process of the main run
+        ever holds a hidden input, and the forks cost one per test cell, not one per probe. A fork that
+        dies ends the check it was in (the parent says how); the rest run in a new fork."""
+        while group:
+            def each() -> None:
+                events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
+                for step, index in group:
+                    events.emit(step=step, start=True)
+                    check(index)
+                    events.emit(step=step, ok=True)
+
+            status = _in_fork(each)
+            left = [(step, index) for step, index in group if not replayed(index)]
+            if not left:
+                return
+            (step, _), group = left[0], left[1:]
+            # exit status 0 with no result: the check ran and returned nothing, which grading says
+            events.emit(step=step, ok=status == 0, **({"exit": status} if status else {}))
 
     def replay_after(position: int) -> None:
         """The probes whose test cell stood right after plan step ``position``."""
-        for offset, index in enumerate(plan.get("replay", [])):
+        group: list[tuple[int, int]] = []  # the hidden probes of one test cell, consecutive
+        for offset, index in enumerate(plan.replay):
             if min(after.get(index, last), last) != position:
                 continue
-            step = len(plan["cells"]) + offset
+            step = len(plan.cells) + offset
+            hidden = calls[index].get("segment") == "hidden"
+            if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and step not in skip):
+                hidden_checks(group)
+                group = []
             if step in skip:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
-                continue
-            events.emit(step=step, start=True)
-            if calls[index].get("segment") == "hidden":
-                status = _in_fork(lambda: check(index))
-                if status:  # the parent says what ended it (a signal, an exit status)
-                    events.emit(step=step, ok=False, exit=status)
-                    continue
+            elif hidden:
+                group.append((step, index))
             else:
+                events.emit(step=step, start=True)
                 check(index)
                 if os.getpid() != main_pid:
                     os._exit(0)
-            events.emit(step=step, ok=True)
+                events.emit(step=step, ok=True)
+        hidden_checks(group)
 
     if not recorder:
         replay_after(-1)  # probes of a test cell that stood before every cell of the plan
-    for step, cell in enumerate(plan["cells"]):
+    for step, cell in enumerate(plan.cells):
         if step in skip:
             events.emit(step=step, ok=False, error=skip[step], skipped=True)
         else:

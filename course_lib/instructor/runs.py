@@ -1,7 +1,8 @@
 """One sandboxed run of a plan of cells, resumed past every cell that crashes or hangs.
 
 The runner reports each step's start and end in ``events.jsonl``; the parent times the running step
-from it, in CPU seconds of the sandbox (a wall-clock backstop aside: :func:`.sandbox.backstop`). The parent creates that file itself before each run and reads it through the descriptor it
+from it, in CPU seconds of the sandbox (a wall-clock backstop aside: :func:`.sandbox.backstop`).
+The parent creates that file itself before each run and reads it through the descriptor it
 keeps, so whatever the student's code later puts at its path (a FIFO, a link) changes nothing it
 reads; everything else read back from the outbox goes through :mod:`.untrusted`. When a step
 breaks a limit or kills the process, the plan runs again from the start with that step skipped and
@@ -20,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .runner import BLOB, COUNT, REQUEST
+import dataclasses
+
+from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REQUEST, Plan
 from .sandbox import INBOX, OUTBOX, RUNNER, Budget, Limits, Sandbox, Stop, backstop, describe_end, measured
 from .untrusted import Unreadable, read_fd, read_range, safe_data
 
@@ -63,7 +66,7 @@ class StepWatch:
 
     def _read(self) -> None:
         while self.fd is not None and self.offset < MAX_EVENTS_BYTES:
-            chunk = read_fd(self.fd, self.offset, min(1 << 20, MAX_EVENTS_BYTES - self.offset), shown="events.jsonl")
+            chunk = read_fd(self.fd, self.offset, min(1 << 20, MAX_EVENTS_BYTES - self.offset), shown=EVENTS)
             if not chunk:
                 return
             self.offset += len(chunk)
@@ -164,16 +167,7 @@ def _parse(lines: list[bytes]) -> list[dict]:
     return events
 
 
-def read_events(path: Path) -> list[dict]:
-    """The events of a finished run's ``events.jsonl`` (its first ``MAX_EVENTS_BYTES``), read without
-    following a link or opening a FIFO; none when it is missing or not a regular file."""
-    try:
-        return _parse(read_range(path, 0, MAX_EVENTS_BYTES).split(b"\n"))
-    except (Unreadable, OSError):
-        return []
-
-
-def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
+def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path], limits: Limits,
              slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
              course_lib: Path | None = None, warm: bool = False, budget: Budget | None = None,
              probe_inputs: Path | None = None) -> Run:
@@ -199,8 +193,8 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
             shutil.copy(path, inbox / name)
     _readable_by_the_sandbox(inbox)
     budget = budget or Budget(limits.student_s)
-    calls = json.loads((inbox / "probes.json").read_text(encoding="utf-8")) if probe_inputs is not None else []
-    steps = len(plan["cells"]) + len(plan.get("replay", []))
+    calls = json.loads((inbox / PROBES).read_text(encoding="utf-8")) if probe_inputs is not None else []
+    steps = len(plan.cells) + len(plan.replay)
     skip: dict[int, str] = {}
     started = time.monotonic()
     run = Run(workdir / "out")
@@ -208,11 +202,10 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
     for attempt in range(1, MAX_ATTEMPTS + 1):
         shutil.rmtree(run.outbox, ignore_errors=True)
         run.outbox.mkdir()
-        (inbox / "plan.json").write_text(json.dumps({**plan, "skip": {str(k): v for k, v in skip.items()}}),
-                                         encoding="utf-8")
-        os.chmod(inbox / "plan.json", 0o644)
-        watch = StepWatch(run.outbox / "events.jsonl", limits.cell_s)
-        server = ProbeServer(probe_inputs, calls, plan.get("replay", [])) if probe_inputs is not None else None
+        (inbox / PLAN).write_text(dataclasses.replace(plan, skip=dict(skip)).dumps(), encoding="utf-8")
+        os.chmod(inbox / PLAN, 0o644)
+        watch = StepWatch(run.outbox / EVENTS, limits.cell_s)
+        server = ProbeServer(probe_inputs, calls, plan.replay) if probe_inputs is not None else None
         try:
             ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
                                 limits=limits, watch=watch, course_lib=course_lib, warm=warm, budget=budget,

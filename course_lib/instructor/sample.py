@@ -37,16 +37,17 @@ def scratch_course(root: Path, scratch: Path, selected: Iterable[Assignment]) ->
 
 def submit(course: Path, student: str, assignment: str, notebook: Path) -> Path:
     """Put ``notebook`` where ``course autograde`` looks for ``student``'s submission of ``assignment``."""
-    folder = course / "submitted" / student / assignment
+    target = Assignment(assignment, course)
+    folder = target.submitted(student)
     folder.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.copy(notebook, folder / f"{assignment}.ipynb"))
+    return Path(shutil.copy(notebook, folder / target.release.name))
 
 
 def sample(root: Path, selected: list[Assignment], scratch: Path, *, jobs: int = 1,
            out: TextIO | None = None) -> bool:
     """Grade the sample class of every selected assignment in ``scratch``; True when each got what it must."""
     from .autograde import autograde
-    from .untrusted import safe_text
+    from .untrusted import safe_text, text_table
 
     out = out or sys.stdout
     missing = [str(a.release) for a in selected if not a.release.is_file()]
@@ -66,9 +67,8 @@ def sample(root: Path, selected: list[Assignment], scratch: Path, *, jobs: int =
             as_expected &= ok
             rows.append((assignment.id, result.student, f"{score:g} / {result.max_score:g}", expected,
                          result.status, "ok" if ok else "WRONG: " + safe_text("; ".join(result.reasons), one_line=True)[:200]))
-    widths = [max(len(str(row[i])) for row in rows + [_HEADER]) for i in range(len(_HEADER))]
-    for row in [_HEADER, *rows]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip(), file=out)
+    for line in text_table([_HEADER, *[tuple(str(cell) for cell in row) for row in rows]]):
+        print(line, file=out)
     print(f"sample class graded in {scratch}" + ("" if as_expected else ": some grades are WRONG"), file=out)
     return as_expected
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .canonical import Canonical, Vocabulary, canonical_answers, vocabulary
-from .course import Assignment, CourseError
+from .course import SUBMITTED, Assignment, CourseError
 from .notebooks import read_notebook
 from .submission import Unreadable, answers, cell_ids, read_submission, source_cells
 from .untrusted import Missing, csv_cell, html_text, no_links, safe_text
@@ -70,15 +70,12 @@ class Fingerprinted:
 
 
 def answer_cells(assignment: Assignment, student: str) -> dict[str, str]:
-    """One student's answer code per solution grade id, in the notebook's order; :class:`Unreadable` with the reason."""
-    submitted = assignment.root / "submitted"
-    folder = submitted / student / assignment.id
-    no_links(folder, submitted)
-    notebook = folder / assignment.release.name
-    if not notebook.exists():  # a renamed notebook ("toy-Copy1.ipynb") is still the student's work
-        others = sorted(p for p in folder.glob("*.ipynb") if p.is_file())
-        notebook = others[0] if len(others) == 1 else notebook
-    raw = read_submission(notebook, root=folder)
+    """One student's answer code per solution grade id, in the notebook's order; :class:`Unreadable` with the
+    reason. The submission is what ``course autograde`` grades: the release's notebook name, nothing else
+    (a renamed notebook is reported by both, with what the folder holds)."""
+    folder = assignment.submitted(student)
+    no_links(folder, assignment.root / SUBMITTED)
+    raw = read_submission(folder / assignment.release.name, root=folder)
     cells = source_cells(assignment.source)
     found = answers(raw, cells, cell_ids(assignment.source))
     return {c.grade_id: safe_text(found.code[c.grade_id]) for c in cells
@@ -95,7 +92,7 @@ def given_cells(assignment: Assignment) -> list[str]:
 
 def collect(assignment: Assignment) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Student -> answer cells for every readable submission; one line per submission that is not."""
-    submitted = assignment.root / "submitted"
+    submitted = assignment.root / SUBMITTED
     codes, problems = {}, []
     students = sorted(p.name for p in submitted.iterdir()) if submitted.is_dir() else []
     for student in students:

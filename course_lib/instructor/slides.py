@@ -178,11 +178,6 @@ def slide_count(notebook: NotebookNode) -> int:
     return 1 + sum(kind in ("slide", "subslide") for kind in types[first + 1:])
 
 
-def deck_slide_count(notebook: NotebookNode) -> int:
-    """How many slides the deck of an executed notebook has, continuation sub-slides included."""
-    return slide_count(lay_out(for_slides(notebook)))
-
-
 class _LeafSections(HTMLParser):
     """Counts <section> elements with no <section> inside: the slides reveal.js shows."""
 

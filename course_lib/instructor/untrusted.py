@@ -322,3 +322,14 @@ def csv_cell(value: object) -> str:
 def html_text(value: object) -> str:
     """Safe text escaped for HTML (element content and quoted attribute values)."""
     return html.escape(safe_text(value), quote=True)
+
+
+def text_table(rows: list[tuple[str, ...]], rule: bool = False) -> list[str]:
+    """``rows`` (the header first) as lines of aligned columns, two spaces apart; the last column is
+    free text and is not padded. ``rule``: a line of dashes under the header. The cells must be
+    one-line safe text already (:func:`safe_text`)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in rows]
+    if rule:
+        lines.insert(1, "  ".join("-" * w for w in [*widths, len(rows[0][-1])]))
+    return lines

@@ -1,8 +1,8 @@
 """A warm runner inside the sandbox: ``python -I -m course_lib.instructor.zygote FD``.
 
-Profiling ``course autograde`` showed where a student's time went: every sandboxed run started a
-new Python that imported torch, IPython and matplotlib (1.2 to 1.8 s on 2 cores) before the first
-cell of the student, so that the imports cost more than the grading. The zygote imports them once
+Every sandboxed run used to start a new Python that imported torch, IPython and matplotlib before
+the first cell of the student, and the imports cost more than the grading (the times are in
+``python -m benchmarks autograde``). The zygote imports them once
 per batch slot and forks a child for every run; the child runs :func:`.runner.main` exactly as a new
 process would (it drops to the slot's user id, sets its limits, executes the plan).
 

@@ -284,7 +284,7 @@ INBOXES = [
                                 Act("b", code=f"import os\np = os.path.join(inbound, '{who['a']}+{asg}+2024-01-01 "
                                               f"00:00:00.000000 UTC+KNOWN', '{asg}.ipynb')\nos.unlink(p)\n"
                                               f"open(p, 'w').write({notebook('b in a')!r})\n")],
-              refused=(f".ipynb was made by {{b}}, not by {{a}}",)),
+              refused=(".ipynb was made by {b}, not by {a}",)),
     InboxCase("future_timestamp_of_ones_own", "a's own entry dated 2099, then a real submission, which is collected",
               lambda who, asg: [Act("a", code=_made(f"{who['a']}+{asg}+{FUTURE}+CCCCCCCCCCCC",
                                                     _files("a 2099", asg, FUTURE))),

@@ -1,7 +1,8 @@
 """Students acting on the course's exchange as their own Unix accounts (tests/accounts.py runs it as root).
 
 Reads a plan from the JSON file named by its argument: ``{"course": PATH, "inbound": PATH,
-"together": BOOL, "released": PATH or null, "steps": [{"login", "assignment", "notebook", "code"}, ...]}``; writes ``[{"login", "status", "log"}, ...]`` to stdout.
+"together": BOOL, "released": PATH or null, "steps": [{"login", "assignment", "notebook", "code"}, ...]}``;
+writes ``[{"login", "status", "log"}, ...]`` to stdout.
 
 nbgrader is imported once, here; each step is a child forked from this process that drops to the
 student's account (groups, gid, uid) with the student's environment (HOME, the students' Jupyter

@@ -476,7 +476,7 @@ def double(x):
 # where a later call finds it; softmax, whose visible check runs after double's hidden ones, raises
 # them all in its message. And a double that raises every probe input it can find.
 STASH_HIDDEN = {
-    "double": f"""def double(x):
+    "double": """def double(x):
     for folder in ("/sandbox/work", "/dev/shm"):
         try:
             with open(folder + "/stash.txt", "a") as out:
