@@ -15,6 +15,7 @@ and a wrong answer fails with, for example::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import math
 import re
@@ -70,7 +71,9 @@ def _describe(value: Any) -> str:
 def _as_tensor(exercise: str, value: Any, name: str, role: str) -> torch.Tensor:
     if isinstance(value, torch.Tensor):
         return value.detach()
-    if isinstance(value, np.ndarray) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+    if isinstance(value, float):  # float64, as Python keeps it: torch.as_tensor would round it to float32
+        return torch.tensor(value, dtype=torch.float64)
+    if isinstance(value, np.ndarray) or (isinstance(value, int) and not isinstance(value, bool)):
         return torch.as_tensor(value)
     _fail(exercise, f"{name}: {role} a tensor or a number, got {_describe(value)}")
     raise AssertionError  # unreachable: _fail raises
@@ -309,7 +312,155 @@ def bind(namespace: dict, **objects: Any) -> Iterator[None]:
                 namespace[name] = previous
 
 
+def check_number(exercise: str, got: Any, kind: type, name: str = "output") -> None:
+    """``got`` must be the Python number the contract names: ``int`` (a Python int: not a bool, not a
+    float such as 6.0, not a NumPy integer) or ``float`` (a Python float or int, NumPy's float64
+    included since it is one; not a tensor, not another NumPy number)."""
+    if kind is int:
+        ok = type(got) is int
+        wanted = "a Python int"
+    elif kind is float:
+        ok = isinstance(got, (int, float)) and not isinstance(got, (bool, np.integer))
+        wanted = "a Python float"
+    else:
+        raise ValueError(f"check_number(): kind must be int or float, not {kind!r}")
+    if not ok:
+        advice = " (convert it with .item() or float(...))" if kind is float else " (convert it with int(...))"
+        _fail(exercise, f"{name}: expected {wanted}, got {_type_name(got)} {_short(got)}{advice}")
+
+
+def check_dtype(exercise: str, got: Any, dtype: torch.dtype, name: str = "output") -> None:
+    """``got`` must be a tensor of ``dtype`` (token ids are ``torch.long``, masks ``torch.bool``)."""
+    if not isinstance(got, torch.Tensor):
+        _fail(exercise, f"{name}: expected a tensor of dtype {dtype}, got {_describe(got)}")
+    if got.dtype != dtype:
+        _fail(exercise, f"{name}: expected dtype {dtype}, got dtype {got.dtype}")
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"of shape {tuple(value.shape)} and dtype {value.dtype}"
+    text = repr(value)
+    return text[:60] + "…" if len(text) > 60 else text
+
+
+@dataclasses.dataclass(frozen=True)
+class _Container:
+    """The snapshot of a list, tuple, dict or set: its items' snapshots."""
+
+    items: Any  # list of snapshots (list, tuple), dict of snapshots (dict, Counter), or a set
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy of what a call could change in place: tensors, arrays, and the lists, tuples, dicts
+    (Counters included) and sets holding them or plain values; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return _Container([_snapshot(v) for v in value])
+    if isinstance(value, dict):
+        return _Container({k: _snapshot(v) for k, v in value.items()})
+    if isinstance(value, (set, frozenset)):
+        return _Container(set(value))
+    return value
+
+
+def _first_change(before: Any, after: Any, path: str) -> str | None:
+    """Where ``after`` differs from the snapshot ``before``, in words; None when it does not."""
+    if isinstance(before, torch.Tensor):
+        if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
+            return f"{path} is now {_describe(after)}, it was {_describe(before)}"
+        now = after.detach()
+        same = (now == before) | (now.isnan() & before.isnan()) if before.is_floating_point() else now == before
+        if bool(same.all()):
+            return None
+        where = tuple(int(i) for i in (~same).nonzero()[0])
+        return f"{path}[{', '.join(map(str, where))}] was {before[where].item():.6g}, it is now {now[where].item():.6g}"
+    if isinstance(before, np.ndarray):
+        return None if np.array_equal(before, after, equal_nan=True) else f"{path}'s values changed"
+    if isinstance(before, _Container):
+        items = before.items
+        if isinstance(items, list):
+            if not isinstance(after, (list, tuple)) or len(after) != len(items):
+                return f"{path} had {len(items)} items, it now has {len(after) if hasattr(after, '__len__') else 'none'}"
+            return next((c for i, (b, a) in enumerate(zip(items, after)) if (c := _first_change(b, a, f"{path}[{i}]"))),
+                        None)
+        if isinstance(items, dict):
+            if not isinstance(after, dict) or set(after) != set(items):
+                return f"{path}'s keys changed"
+            return next((c for k, b in items.items() if (c := _first_change(b, after[k], f"{path}[{k!r}]"))), None)
+        return None if after == items else f"{path} changed"
+    if isinstance(before, (bool, int, float, str, bytes, type(None))):
+        return None if after == before or (before != before and after != after) else f"{path} changed"
+    return None
+
+
+@contextlib.contextmanager
+def unchanged(exercise: str, **arguments: Any) -> Iterator[None]:
+    """The named arguments must be unchanged after the ``with`` block: a graded function leaves what it
+    is given as it found it unless its text says otherwise. A failure names the argument and the
+    first entry that changed::
+
+        with unchanged("sample_next", logits=logits):
+            tokens = sample_next(logits, top_k=2)
+    """
+    before = {name: _snapshot(value) for name, value in arguments.items()}
+    yield
+    for name, value in arguments.items():
+        change = _first_change(before[name], value, name)
+        if change:
+            _fail(exercise, f"your function changed its argument {name} in place ({change}); the contract leaves "
+                            f"its arguments unchanged: compute on a copy (x = x / t instead of x /= t, masked_fill "
+                            f"instead of masked_fill_, no item assignment into an argument)")
+
+
+def frequency_tolerance(n: int, p: float, false_failure: float) -> float:
+    """How far the frequency of an outcome of probability ``p`` in ``n`` independent draws may stray
+    from ``p`` with probability at most ``false_failure``: Bernstein's inequality,
+    P(|f - p| ≥ t) ≤ 2·exp(-n t² / (2 p(1-p) + 2t/3)), solved for t."""
+    spread = math.log(2.0 / false_failure) / n
+    return spread / 3.0 + math.sqrt(spread ** 2 / 9.0 + 2.0 * spread * p * (1.0 - p))
+
+
+def check_frequencies(exercise: str, draws: Any, expected: Sequence[float], *, false_failure: float = 1e-6,
+                      name: str = "samples") -> None:
+    """``draws`` (n independent draws of token ids) must follow the distribution ``expected`` (V
+    probabilities): no draw of a token of probability 0, and every token's frequency within the
+    Bernstein bound for ``false_failure`` divided among the V tokens. So an answer that samples the
+    right distribution fails with probability below ``false_failure``, whatever its way of drawing
+    (the checks seed the random state, so a given answer passes or fails every time)."""
+    if not isinstance(draws, torch.Tensor) or draws.dim() != 1 or draws.is_floating_point() or draws.is_complex():
+        _fail(exercise, f"{name}: expected a 1-d tensor of token ids, got {_describe(draws)}")
+    want = torch.as_tensor(expected, dtype=torch.float64)
+    V, n = want.numel(), draws.numel()
+    if bool(((draws < 0) | (draws >= V)).any()):
+        _fail(exercise, f"{name}: token ids must be in 0..{V - 1}, got {sorted(set(draws[(draws < 0) | (draws >= V)].tolist()))[:5]}")
+    counts = torch.bincount(draws.long(), minlength=V).double()
+    banned = (want == 0) & (counts > 0)
+    if bool(banned.any()):
+        tokens = banned.nonzero()[:, 0].tolist()
+        _fail(exercise, f"{name}: tokens {tokens} have probability 0 (they must be filtered out) but were drawn "
+                        f"{int(counts[banned].sum())} times in {n}")
+    freq = counts / n
+    allowed = torch.tensor([frequency_tolerance(n, float(p), false_failure / V) for p in want], dtype=torch.float64)
+    off = (freq - want).abs() > allowed
+    if bool(off.any()):
+        i = int(off.nonzero()[0])
+        _fail(exercise, f"{name}: token {i} was drawn with frequency {freq[i]:.4f} in {n} draws, expected "
+                        f"probability {want[i]:.4f} (allowed ±{allowed[i]:.4f}, a bound a correct answer exceeds "
+                        f"with probability below {false_failure:g}); frequencies {[round(f, 3) for f in freq.tolist()]}, "
+                        f"expected {[round(p, 3) for p in want.tolist()]}")
+
+
 __all__ = [
     "GradingError", "ForbiddenCallError", "check", "check_shape", "check_close", "forbid", "bind",
+    "check_number", "check_dtype", "unchanged", "check_frequencies", "frequency_tolerance",
     "SOFTMAX", "SDPA", "MULTIHEAD",
 ]

@@ -8,9 +8,11 @@ The rules, exactly:
 * ``temperature == 0``: the argmax (the lowest index among equal maxima); no randomness is used.
 * otherwise the logits are divided by the temperature, then filtered, then softmaxed;
 * ``top_k``: keep every token whose logit is ≥ the k-th largest (ties at the boundary are all kept);
-* ``top_p``: with p_i the probabilities after temperature and top-k, keep token i when the total
-  probability of the tokens *strictly* more probable than i is < top_p. So the token that crosses
-  top_p is kept, the most probable token always is, and tied tokens are kept or dropped together.
+* ``top_p``: keep the smallest set of most probable tokens whose total probability reaches top_p,
+  equally probable tokens taken lowest index first: with the probabilities after temperature and
+  top-k sorted from most to least probable by a stable sort, keep every token whose predecessors
+  in that order total less than top_p. So the token that crosses top_p is kept, the most probable
+  token always is, and nothing more once the total has reached top_p exactly.
 * the token is drawn with ``torch.multinomial(probs, 1, generator=generator)``.
 """
 from __future__ import annotations
@@ -32,14 +34,9 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = logits.softmax(dim=-1)                                                     # (B, V)
     if top_p is not None and top_p < 1.0:
-        sorted_p, order = probs.sort(dim=-1, descending=True)                          # (B, V) each
-        mass = sorted_p.cumsum(dim=-1)                                                 # (B, V)
-        # the mass strictly above each sorted token: the cumulative sum before the first token of its tie
-        first_of_tie = torch.searchsorted(-sorted_p, -sorted_p, side="left")           # (B, V): index of first equal
-        above = torch.where(first_of_tie > 0, mass.gather(-1, (first_of_tie - 1).clamp(min=0)),
-                            torch.zeros_like(mass))                                    # (B, V)
-        keep_sorted = above < top_p                                                    # (B, V)
-        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)           # back to vocabulary order
+        sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)             # (B, V) each
+        keep_sorted = sorted_p.cumsum(dim=-1) - sorted_p < top_p                       # predecessors' total < p
+        keep = keep_sorted.scatter(-1, order, keep_sorted)                             # back to vocabulary order
         probs = probs * keep
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]                     # (B,)

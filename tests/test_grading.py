@@ -127,6 +127,112 @@ def grading_reference_softmax(x, dim=-1):
     return torch.softmax(x, dim=dim)
 
 
+def test_check_close_keeps_python_floats_in_float64():
+    # torch.as_tensor(0.0001) is float32: two floats 1e-12 apart compared equal at atol=1e-12, rtol=1e-9
+    check_close("ex", np.float64(1e-4), 1e-4, atol=1e-12, rtol=1e-9)
+    with pytest.raises(GradingError, match="values differ"):
+        check_close("ex", 1e-4 * (1 + 1e-7), 1e-4, atol=1e-12, rtol=1e-9)
+
+
+@pytest.mark.parametrize("got, kind, ok", [
+    (3, int, True), (True, int, False), (3.0, int, False), (np.int64(3), int, False), (torch.tensor(3), int, False),
+    (0.5, float, True), (2, float, True), (np.float64(0.5), float, True), (np.float32(0.5), float, False),
+    (torch.tensor(0.5), float, False), (False, float, False), (np.int64(2), float, False), ("0.5", float, False),
+])
+def test_check_number_takes_exactly_the_python_type_the_contract_names(got, kind, ok):
+    if ok:
+        grading.check_number("ex", got, kind)
+        return
+    with pytest.raises(GradingError) as info:
+        grading.check_number("ex", got, kind, name="lr")
+    assert f"[ex] lr: expected a Python {kind.__name__}, got " in str(info.value)
+    assert ("float(" if kind is float else "int(") in str(info.value)
+
+
+def test_check_number_rejects_other_kinds():
+    with pytest.raises(ValueError):
+        grading.check_number("ex", 3, complex)
+
+
+def test_check_dtype_names_the_expected_dtype():
+    grading.check_dtype("ex", torch.zeros(3, dtype=torch.long), torch.long)
+    with pytest.raises(GradingError, match=r"tokens: expected dtype torch.int64, got dtype torch.int32"):
+        grading.check_dtype("ex", torch.zeros(3, dtype=torch.int32), torch.long, name="tokens")
+    with pytest.raises(GradingError, match="expected a tensor of dtype torch.int64, got list"):
+        grading.check_dtype("ex", [1, 2], torch.long)
+
+
+def _scale_in_place(x):
+    x /= 2
+
+
+def _assign_into(x):
+    x[0][0, 1] = float("nan")
+
+
+def _append(x):
+    x.append(1)
+
+
+def _rekey(x):
+    x["b"] = 2
+
+
+def _write_array(x):
+    x["a"][0] = 7.0
+
+
+@pytest.mark.parametrize("change, argument, where", [
+    (_scale_in_place, torch.ones(2, 3), "x[0, 0] was 1, it is now 0.5"),
+    (_assign_into, [torch.zeros(2, 2)], "x[0][0, 1] was 0, it is now nan"),
+    (_append, [1, 2], "x had 2 items, it now has 3"),
+    (_rekey, {"a": 1}, "x's keys changed"),
+    (_write_array, {"a": np.zeros(3)}, "x['a']'s values changed"),
+])
+def test_unchanged_names_the_argument_and_the_first_change(change, argument, where):
+    with pytest.raises(GradingError) as info:
+        with grading.unchanged("ex", x=argument):
+            change(argument)
+    assert f"changed its argument x in place ({where})" in str(info.value)
+
+
+def test_unchanged_accepts_new_objects_and_nan_in_place():
+    x = torch.tensor([1.0, float("nan")])
+    batch = (x, [x.clone()], {"k": np.ones(2)}, "text", 3)
+    with grading.unchanged("ex", x=x, batch=batch):
+        y = x / 2  # a new tensor: the argument is untouched
+        y += 1
+    assert torch.isnan(x[1])
+
+
+@pytest.mark.parametrize("n, p", [(100, 0.5), (8000, 0.05), (8000, 0.999), (10**6, 0.3)])
+def test_frequency_tolerance_bounds_the_false_failure_rate(n, p):
+    # Bernstein's bound is never below the exact tail: check against a simulation of many honest runs
+    t = grading.frequency_tolerance(n, p, 1e-3)
+    torch.manual_seed(0)
+    freq = torch.distributions.Binomial(n, torch.tensor(p)).sample((20_000,)) / n
+    assert float(((freq - p).abs() >= t).double().mean()) <= 1e-3
+    assert t < grading.frequency_tolerance(n // 4, p, 1e-3)  # more draws, a tighter bound
+    assert t < grading.frequency_tolerance(n, p, 1e-6)  # a smaller false-failure rate, a looser bound
+
+
+def test_check_frequencies_passes_honest_draws_and_names_what_differs():
+    generator = torch.Generator().manual_seed(0)
+    p = torch.tensor([0.5, 0.3, 0.2, 0.0])
+    draws = torch.multinomial(p, 8000, replacement=True, generator=generator)
+    grading.check_frequencies("ex", draws, p.tolist())
+    with pytest.raises(GradingError, match=r"token 0 was drawn with frequency 0\.[45]\d+ in 8000 draws, expected probability 0\.6"):
+        grading.check_frequencies("ex", draws, [0.6, 0.2, 0.2, 0.0])
+    banned = draws.clone()
+    banned[:3] = 3
+    with pytest.raises(GradingError, match=r"tokens \[3\] have probability 0 .* drawn 3 times in 8000"):
+        grading.check_frequencies("ex", banned, p.tolist())
+    for wrong, message in ((draws.float(), "expected a 1-d tensor of token ids"), (draws.view(2, -1), "1-d tensor"),
+                           (torch.full((5,), 4), r"token ids must be in 0\.\.3, got \[4\]")):
+        with pytest.raises(GradingError, match=message):
+            grading.check_frequencies("ex", wrong, p.tolist())
+
+
 def test_forbid_blocks_the_kernels_behind_a_name_however_they_are_reached():
     """The kernels behind nn.RNNCell and torch.softmax, by any name: torch.X, torch._VF.X,
     torch.ops.aten.X (and an overload), a name taken before the block; a base class's constructor

@@ -166,9 +166,12 @@ def test_sample_next_rules():
              (dict(top_p=0.6), [0.625, 0.375, 0, 0]), (dict(top_p=0.3), [1, 0, 0, 0])]
     for kw, want in cases:
         torch.testing.assert_close(_frequencies(p, **kw), torch.tensor(want, dtype=torch.float64), atol=0.015, rtol=0)
-    # ties: equal probabilities are kept together, at the top-p and the top-k boundary
-    torch.testing.assert_close(_frequencies([0.4, 0.3, 0.3], top_p=0.5), torch.tensor([0.4, 0.3, 0.3], dtype=torch.float64),
+    # top-p: the smallest set reaching p, equal probabilities lowest index first, nothing more once p is reached
+    torch.testing.assert_close(_frequencies([0.4, 0.3, 0.3], top_p=0.5), torch.tensor([4 / 7, 3 / 7, 0], dtype=torch.float64),
                                atol=0.015, rtol=0)
+    torch.testing.assert_close(_frequencies([0.25] * 4, top_p=0.5), torch.tensor([0.5, 0.5, 0, 0], dtype=torch.float64),
+                               atol=0.015, rtol=0)
+    # top-k: ties at the k-th logit are all kept
     torch.testing.assert_close(_frequencies([0.1, 0.3, 0.3, 0.3], top_k=2),
                                torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64), atol=0.015, rtol=0)
 

@@ -214,8 +214,36 @@ class GPT(nn.Module):
             h = self.blocks[i](h, None if not caches else caches[i])
         return F.linear(self.norm(h), self.out.weight)
 '''),
+    Alternative("GPT", "a persistent buffer of positions, blocks called through a helper", '''
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.tok_embed = nn.Embedding(config.vocab_size, config.d_model)
+        if config.positional == "learned":
+            self.pos_embed = nn.Embedding(config.max_len, config.d_model)
+        self.register_buffer("positions", torch.arange(config.max_len))
+        self.blocks = nn.ModuleList([GPTBlock(config.d_model, config.n_heads, config.d_ff, config.n_kv_heads,
+                                              rope=config.positional == "rope") for _ in range(config.n_layers)])
+        self.norm = RMSNorm(config.d_model)
+        self.out = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_output:
+            self.out.weight = self.tok_embed.weight
+
+    def _run_blocks(self, x, caches):
+        for i, block in enumerate(self.blocks):
+            x = block(x, cache=None if caches is None else caches[i])
+        return x
+
+    def forward(self, tokens, caches=None):
+        start = 0 if caches is None else caches[0].length
+        x = self.tok_embed(tokens)
+        if self.config.positional == "learned":
+            x = x + self.pos_embed(self.positions[start:start + tokens.shape[1]])
+        return self.out(self.norm(self._run_blocks(x, caches)))
+'''),
     # ------------------------------------------------------------------ sample_next
-    Alternative("sample_next", "sorted probabilities, tie groups by searchsorted (course_lib's style)", '''
+    Alternative("sample_next", "stable sort, searchsorted on the cumulative sum, keep the first m sorted tokens", '''
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     if temperature == 0:
         return torch.argmax(logits, dim=-1)
@@ -224,16 +252,15 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
         z = torch.where(z < torch.topk(z, top_k, dim=-1).values[:, [-1]], torch.full_like(z, float("-inf")), z)
     probs = F.softmax(z, dim=-1)
     if top_p is not None and top_p < 1.0:
-        sorted_p, order = probs.sort(dim=-1, descending=True)
+        sorted_p, order = torch.sort(probs, dim=-1, descending=True, stable=True)
         mass = sorted_p.cumsum(-1)
-        first = torch.searchsorted(-sorted_p, -sorted_p, side="left")
-        above = torch.where(first > 0, mass.gather(-1, (first - 1).clamp(min=0)), torch.zeros_like(mass))
-        keep = torch.zeros_like(above, dtype=torch.bool).scatter(-1, order, above < top_p)
-        probs = probs.masked_fill(~keep, 0.0)
+        m = torch.searchsorted(mass, torch.full((mass.shape[0], 1), float(top_p), dtype=mass.dtype), side="left")
+        kept = torch.arange(mass.shape[-1]) <= m
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_p * kept)
         probs = probs / probs.sum(-1, keepdim=True)
     return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
 '''),
-    Alternative("sample_next", "row by row in float64, one multinomial per row", '''
+    Alternative("sample_next", "row by row in float64, Python's stable sorted(), one multinomial per row", '''
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     rows = []
     for row in logits.double():
@@ -247,11 +274,36 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
         p = torch.exp(row - row.max())
         p = p / p.sum()
         if top_p is not None:
-            keep = torch.tensor([p[p > pi].sum() < top_p for pi in p])
+            keep = torch.zeros_like(p, dtype=torch.bool)
+            total = 0.0
+            for i in sorted(range(p.numel()), key=lambda i: -float(p[i])):
+                if total >= top_p:
+                    break
+                keep[i] = True
+                total += float(p[i])
             p = torch.where(keep, p, torch.zeros_like(p))
             p = p / p.sum()
         rows.append(int(torch.multinomial(p, 1, generator=generator)))
     return torch.tensor(rows, dtype=torch.long)
+'''),
+    Alternative("sample_next", "a clone filtered in place, the sorted mask shifted by one instead of subtracted", '''
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    if temperature == 0:
+        return logits.argmax(-1)
+    scores = logits.detach().clone().float()
+    scores /= temperature
+    if top_k is not None:
+        values, _ = torch.topk(scores, min(top_k, scores.size(-1)))
+        scores[scores < values[:, [-1]]] = -float("inf")
+    probs = scores.softmax(-1)
+    if top_p is not None:
+        sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
+        crossed = sorted_p.cumsum(-1) >= top_p
+        drop = torch.zeros_like(crossed)
+        drop[:, 1:] = crossed[:, :-1]
+        probs.scatter_(-1, order, sorted_p.masked_fill(drop, 0.0))
+        probs /= probs.sum(-1, keepdim=True)
+    return torch.multinomial(probs, 1, generator=generator).view(-1)
 '''),
     # ------------------------------------------------------------------ generate
     Alternative("generate", "a list of new tokens, inference mode, separate branches", '''
@@ -319,6 +371,25 @@ def configure_optimizer(model, lr, weight_decay):
     optimizer.add_param_group({"params": rest, "weight_decay": 0.0})
     return optimizer
 '''),
+    Alternative("configure_optimizer", "the undecayed group first", '''
+def configure_optimizer(model, lr, weight_decay):
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    quiet = [p for p in model.parameters() if p.dim() < 2 or id(p) in embeddings]
+    decayed = [p for p in model.parameters() if p.dim() >= 2 and id(p) not in embeddings]
+    return torch.optim.AdamW([{"params": quiet, "weight_decay": 0.0}, {"params": decayed, "weight_decay": weight_decay}],
+                             lr=lr, betas=(0.9, 0.95))
+'''),
+    Alternative("configure_optimizer", "three groups: matrices, embeddings, vectors", '''
+def configure_optimizer(model, lr, weight_decay):
+    embeddings = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    groups = {"matrices": [], "embeddings": [], "vectors": []}
+    for p in model.parameters():
+        kind = "embeddings" if id(p) in embeddings else "matrices" if p.dim() >= 2 else "vectors"
+        groups[kind].append(p)
+    return torch.optim.AdamW([dict(params=groups["matrices"], weight_decay=weight_decay),
+                              dict(params=groups["embeddings"], weight_decay=0.0),
+                              dict(params=groups["vectors"], weight_decay=0.0)], lr=lr, betas=(0.9, 0.95))
+'''),
     # ------------------------------------------------------------------ cosine_lr
     Alternative("cosine_lr", "clamped progress, numpy cosine", '''
 def cosine_lr(step, max_lr, warmup, total, min_lr):
@@ -336,6 +407,13 @@ def cosine_lr(step: int, max_lr: float, warmup: int, total: int, min_lr: float) 
         return min_lr
     angle = math.pi * (step - warmup) / (total - warmup) / 2
     return min_lr + (max_lr - min_lr) * math.cos(angle) ** 2
+'''),
+    Alternative("cosine_lr", "NumPy throughout, a NumPy float64 returned", '''
+def cosine_lr(step, max_lr, warmup, total, min_lr):
+    if step < warmup:
+        return np.float64(max_lr) * (step + 1) / warmup
+    progress = np.clip((step - warmup) / (total - warmup), 0.0, 1.0)
+    return np.float64(min_lr) + (max_lr - min_lr) * (1.0 + np.cos(np.pi * progress)) / 2.0
 '''),
     # ------------------------------------------------------------------ train_step
     Alternative("train_step", "manual global-norm clipping, log_softmax and nll", '''
@@ -366,5 +444,17 @@ def train_step(model, batch, optimizer, clip):
     nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=clip)
     optimizer.step()
     return loss.item()
+'''),
+    Alternative("train_step", "gradients freed after the step (set_to_none before and after)", '''
+def train_step(model, batch, optimizer, clip):
+    x, y = batch
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(x)
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(loss)
 '''),
 ]

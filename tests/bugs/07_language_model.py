@@ -104,6 +104,19 @@ _ATTN_BUGS = [
         variant(_ATTN, ".tril(T_k - T)", ".tril()")),
     Bug("CausalSelfAttention", "scores scaled by sqrt(d_model) instead of sqrt(d_head)",
         variant(_ATTN, "/ math.sqrt(self.d_head)", "/ math.sqrt(d_model)")),
+    Bug("CausalSelfAttention", "k/v heads repeated before the cache: it holds n_heads heads, not n_kv_heads",
+        variant(variant(_ATTN, "        group = self.n_heads // self.n_kv_heads\n        k = k.repeat_interleave(group, dim=1)\n"
+                               "        v = v.repeat_interleave(group, dim=1)\n", ""),
+                "        if cache is not None:\n            k, v = cache.append(k, v)\n",
+                "        group = self.n_heads // self.n_kv_heads\n        k = k.repeat_interleave(group, dim=1)\n"
+                "        v = v.repeat_interleave(group, dim=1)\n"
+                "        if cache is not None:\n            k, v = cache.append(k, v)\n")),
+    Bug("CausalSelfAttention", "keys cached before RoPE and rotated again at every call (same outputs)",
+        variant(variant(_ATTN, "            q, k = apply_rope(q, positions), apply_rope(k, positions)\n",
+                        "            q = apply_rope(q, positions)\n"),
+                "            k, v = cache.append(k, v)\n",
+                "            k, v = cache.append(k, v)\n"
+                "        if self.rope:\n            k = apply_rope(k, torch.arange(k.shape[2], device=x.device))\n")),
     Bug("CausalSelfAttention", "new keys and values not added to the cache",
         variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
 ]
@@ -170,12 +183,14 @@ _GPT_BUGS = [
                 "self.pos_embed(torch.arange(T, device=tokens.device))")),
     Bug("GPT", "RoPE in the blocks even with learned positions",
         variant(_GPT, "rope=config.positional == \"rope\")", "rope=True)")),
+    Bug("GPT", "embeddings scaled by sqrt(d_model), as notebook 05's Transformer did",
+        variant(_GPT, "x = self.tok_embed(tokens)\n", "x = self.tok_embed(tokens) * math.sqrt(self.config.d_model)\n")),
     Bug("GPT", "every block gets the first block's cache",
         variant(_GPT, "caches[i] if caches else None", "caches[0] if caches else None")),
 ]
 
 # ----------------------------------------------------------------------------------------------- sample_next
-_SAMPLE = '''
+_SAMPLE = """
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -185,31 +200,53 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = logits.softmax(dim=-1)
     if top_p is not None:
-        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)
-        probs = probs * (above < top_p)
+        sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)
+        keep_sorted = sorted_p.cumsum(dim=-1) - sorted_p < top_p
+        probs = probs * keep_sorted.scatter(-1, order, keep_sorted)
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
-'''
+"""
 _SAMPLE_BUGS = [
     Bug("sample_next", "temperature applied after the softmax (then renormalised: no effect)",
         variant(variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
                 "probs = logits.softmax(dim=-1)", "probs = logits.softmax(dim=-1) / temperature\n    probs = probs / probs.sum(-1, keepdim=True)")),
     Bug("sample_next", "top-p drops the token that crosses p",
-        variant(_SAMPLE, "probs = probs * (above < top_p)", "probs = probs * (above + probs <= top_p)")),
+        variant(_SAMPLE, "keep_sorted = sorted_p.cumsum(dim=-1) - sorted_p < top_p", "keep_sorted = sorted_p.cumsum(dim=-1) <= top_p")),
+    Bug("sample_next", "top-p keeps a token whose predecessors total exactly p (≤ instead of <)",
+        variant(_SAMPLE, "sorted_p.cumsum(dim=-1) - sorted_p < top_p", "sorted_p.cumsum(dim=-1) - sorted_p <= top_p")),
+    Bug("sample_next", "top-p keeps equally probable tokens together (mass strictly above < p)",
+        variant(_SAMPLE, "        sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)\n"
+                         "        keep_sorted = sorted_p.cumsum(dim=-1) - sorted_p < top_p\n"
+                         "        probs = probs * keep_sorted.scatter(-1, order, keep_sorted)\n",
+                "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n"
+                "        probs = probs * (above < top_p)\n")),
+    Bug("sample_next", "top-p ties broken by an unstable sort",
+        variant(_SAMPLE, "probs.sort(dim=-1, descending=True, stable=True)", "probs.sort(dim=-1, descending=True)")),
+    Bug("sample_next", "top-p on the probabilities before top-k, not renormalised after it",
+        variant(variant(_SAMPLE, "    if top_k is not None:\n", "    unfiltered = logits\n    if top_k is not None:\n"),
+                "probs.sort(dim=-1, descending=True, stable=True)",
+                "unfiltered.softmax(dim=-1).sort(dim=-1, descending=True, stable=True)")),
     Bug("sample_next", "top-k keeps k - 1 tokens",
         variant(_SAMPLE, "logits = logits.masked_fill(logits < kth, float(\"-inf\"))",
                 "logits = logits.masked_fill(logits <= kth, float(\"-inf\"))")),
     Bug("sample_next", "top-p before the temperature",
         variant(variant(_SAMPLE, "logits = logits.float() / temperature", "logits = logits.float()"),
                 "    return torch.multinomial(", "    probs = probs ** (1 / temperature)\n    probs = probs / probs.sum(-1, keepdim=True)\n    return torch.multinomial(")),
-    Bug("sample_next", "top-p ties split by sort order (cumulative sum of the sorted probabilities)",
-        variant(_SAMPLE, "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n        probs = probs * (above < top_p)",
-                "        sorted_p, order = probs.sort(dim=-1, descending=True)\n"
-                "        keep_sorted = (sorted_p.cumsum(-1) - sorted_p) < top_p\n"
-                "        probs = probs * torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)")),
     Bug("sample_next", "temperature 0 not special-cased: samples at temperature 1",
         variant(_SAMPLE, "    if temperature == 0:\n        return logits.argmax(dim=-1)\n    logits = logits.float() / temperature",
                 "    logits = logits.float() / (temperature or 1.0)")),
+    Bug("sample_next", "divides the caller's logits in place (logits /= temperature)",
+        variant(_SAMPLE, "    logits = logits.float() / temperature\n", "    logits = logits.float()\n    logits /= temperature\n")),
+    Bug("sample_next", "top-k by item assignment into the caller's logits when temperature is 1 (nanoGPT's style)",
+        variant(variant(_SAMPLE, "    logits = logits.float() / temperature\n",
+                        "    if temperature != 1.0:\n        logits = logits.float() / temperature\n"),
+                "logits = logits.masked_fill(logits < kth, float(\"-inf\"))", "logits[logits < kth] = float(\"-inf\")")),
+    Bug("sample_next", "generator not passed to torch.multinomial",
+        variant(_SAMPLE, "torch.multinomial(probs, 1, generator=generator)", "torch.multinomial(probs, 1)")),
+    Bug("sample_next", "squeezes the result: a batch of one gives a 0-d tensor",
+        variant(_SAMPLE, "torch.multinomial(probs, 1, generator=generator)[:, 0]", "torch.multinomial(probs, 1, generator=generator).squeeze()")),
+    Bug("sample_next", "returns int32 token ids",
+        variant(_SAMPLE, "torch.multinomial(probs, 1, generator=generator)[:, 0]", "torch.multinomial(probs, 1, generator=generator)[:, 0].int()")),
 ]
 
 # ----------------------------------------------------------------------------------------------- generate
@@ -232,6 +269,11 @@ _GENERATE_BUGS = [
     Bug("generate", "temperature and filters not passed to sample_next",
         variant(_GENERATE, "sample_next(logits, temperature, top_k, top_p, generator)", "sample_next(logits)")),
     Bug("generate", "returns only the new tokens", variant(_GENERATE, "    return out\n", "    return out[:, prompt.shape[1]:]\n")),
+    Bug("generate", "temperature applied twice: logits divided before sample_next divides again",
+        variant(_GENERATE, "logits = model(step_input, caches=caches)[:, -1]",
+                "logits = model(step_input, caches=caches)[:, -1] / (temperature or 1.0)")),
+    Bug("generate", "generator not passed on to sample_next",
+        variant(_GENERATE, "sample_next(logits, temperature, top_k, top_p, generator)", "sample_next(logits, temperature, top_k, top_p)")),
     Bug("generate", "without the cache feeds only the last token",
         variant(_GENERATE, "step_input = token if use_cache else out", "step_input = token")),
 ]
@@ -282,6 +324,8 @@ _COSINE_BUGS = [
     Bug("cosine_lr", "decays to 0, min_lr ignored",
         variant(_COSINE, "return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)",
                 "return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr")),
+    Bug("cosine_lr", "returns a 0-d tensor after the warm-up (torch.cos)",
+        variant(_COSINE, "0.5 * (1 + math.cos(math.pi * progress))", "0.5 * (1 + torch.cos(torch.tensor(math.pi * progress)))")),
     Bug("cosine_lr", "after total the cosine climbs again",
         variant(_COSINE, "    if step >= total:\n        return min_lr\n", "")),
 ]
