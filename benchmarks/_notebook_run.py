@@ -58,7 +58,8 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
     before the notebook starts. ``threads`` sets ``OMP_NUM_THREADS`` for the kernel (torch's
     intra-op threads; on a machine shared with other jobs one thread is often faster than two).
     ``keep``: the notebook's run folder (checkpoints, results) is copied to ``keep/<assignment>``,
-    replacing an earlier copy. Raises nbclient's CellExecutionError on the first failing cell.
+    replacing an earlier copy, with the executed notebook beside them (``course provenance
+    --executed keep`` reads it). Raises nbclient's CellExecutionError on the first failing cell.
     """
     import nbformat
     from nbclient import NotebookClient
@@ -89,6 +90,7 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
                 kept = Path(keep) / assignment
                 shutil.rmtree(kept, ignore_errors=True)
                 shutil.copytree(Path(runs) / assignment, kept)
+                nbformat.write(notebook, kept / notebook_path.name)
         finally:
             for key, value in saved.items():
                 if value is None:

@@ -2,6 +2,7 @@
 
     python -m benchmarks.autograde_batch                      # every assignment, 12 students each
     python -m benchmarks.autograde_batch --assignments 01_rnn_baselines --students 30 --jobs 2
+    python -m benchmarks.autograde_batch --load 2             # then the grades beside 2 CPU-bound processes
 
 For each assignment the batch is a third honest submissions (the solution), a sixth untouched
 releases and the rest the assignment's bug catalogue (tests/bugs/<assignment>.py: each bug
@@ -9,8 +10,13 @@ redefines one graded function inside its answer cell). The solution's probes are
 before the timed runs. Each --jobs setting grades every batch in its own copy of the course (a new
 gradebook), assignment by assignment, the settings taking turns to go first; each run checks that
 the honest students get full marks, the releases nothing and no bug full marks. Seconds per student
-are for a student's whole course: the sum over the assignments divided by the students. Writes
-``benchmarks/results/autograde_batch.json``.
+are for a student's whole course: the sum over the assignments divided by the students.
+
+With ``--load N``, the batch again, with one student more per round of the alternatives catalogue
+(tests/alternatives: full marks), graded with --jobs 2 once on its own and once beside N CPU-bound
+processes (``python -c 'while 1: pass'``): every student's status, score and per-check scores must
+be the same (the grader's limits are CPU seconds, so a busy machine changes only the time).
+Writes ``benchmarks/results/autograde_batch.json``.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import argparse
 import io
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +63,81 @@ def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
     return kinds
 
 
-def run(assignments: list[str], students: int, jobs: list[int]) -> dict:
+def add_alternatives(root: Path, assignment: str) -> dict[str, str]:
+    """One more student per round of the alternatives catalogue (round i: every graded name's i-th
+    alternative, in the solution's answer cells); student -> "alternative"."""
+    import nbformat
+
+    from course_lib.instructor.submission import source_cells
+    from tests.alternatives import catalogue
+
+    source = root / "solutions" / assignment / f"{assignment}.ipynb"
+    owner = {name: c.grade_id for c in source_cells(source) if c.kind == "solution" for name in c.names}
+    by_name: dict[str, list[str]] = {}
+    for alternative in catalogue(assignment):
+        by_name.setdefault(alternative.target, []).append(alternative.code)
+    kinds = {}
+    for i in range(max((len(codes) for codes in by_name.values()), default=0)):
+        notebook = nbformat.read(source, as_version=4)
+        for cell in notebook.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            for name, codes in by_name.items():
+                if owner.get(name) == grade_id:
+                    cell.source += "\n\n" + codes[i % len(codes)].strip()
+        student = f"alternative{i:02d}"
+        folder = root / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / f"{assignment}.ipynb")
+        kinds[student] = "alternative"
+    return kinds
+
+
+def _outcomes(results: list) -> dict[str, list]:
+    return {r.student: [r.status, r.score, r.max_score, {c.grade_id: c.score for c in r.checks}] for r in results}
+
+
+def _full(outcome: list) -> bool:
+    status, score, max_score, _ = outcome
+    return status == "graded" and score == max_score
+
+
+def run_loaded(template: Path, assignments: list[str], kinds: dict[str, dict[str, str]], hogs: int) -> dict:
+    """Every assignment's batch (and its alternatives) with --jobs 2, alone and beside ``hogs``
+    CPU-bound processes: the students whose grades differ (there must be none), and the times."""
+    from course_lib.instructor.autograde import autograde
+
+    report: dict = {"hogs": hogs, "by_assignment": {}}
+    for assignment in assignments:
+        root = shutil.copytree(template, template.parent / f"loaded-{assignment}")
+        kinds[assignment].update(add_alternatives(root, assignment))
+        seconds, outcomes = {}, {}
+        for setting in ("alone", "loaded"):
+            processes = [subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+                         for _ in range(hogs if setting == "loaded" else 0)]
+            try:
+                started = time.perf_counter()
+                results = autograde(root, assignment, jobs=2, out=io.StringIO(), progress=False, regrade=True)
+                seconds[setting] = round(time.perf_counter() - started, 1)
+            finally:
+                for process in processes:
+                    process.kill()
+                    process.wait()
+            outcomes[setting] = _outcomes(results)
+        differ = {s: {"alone": outcomes["alone"][s], "loaded": outcomes["loaded"].get(s)}
+                  for s in outcomes["alone"] if outcomes["alone"][s] != outcomes["loaded"].get(s)}
+        alternatives = [s for s, k in kinds[assignment].items() if k == "alternative"]
+        report["by_assignment"][assignment] = {
+            "students": len(outcomes["alone"]), "alternatives": len(alternatives), "seconds": seconds,
+            "differ": differ,
+            "alternatives_not_full": [s for s in alternatives if not _full(outcomes["alone"][s])]}
+        print(f"{assignment} --jobs 2, alone {seconds['alone']} s, beside {hogs} CPU-bound processes "
+              f"{seconds['loaded']} s: {len(differ)} grades differ", file=sys.stderr)
+    report["differ"] = sum(len(a["differ"]) for a in report["by_assignment"].values())
+    report["alternatives_not_full"] = sum(len(a["alternatives_not_full"]) for a in report["by_assignment"].values())
+    return report
+
+
+def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -> dict:
     from benchmarks._notebook_run import machine
     from course_lib.instructor.autograde import autograde, build_reference, limits_for
     from course_lib.instructor.course import assignments as course_assignments
@@ -75,8 +156,9 @@ def run(assignments: list[str], students: int, jobs: list[int]) -> dict:
             report["batch"][assignment] = dict(Counter(k.split(":")[0] for k in kinds[assignment].values()))
             started = time.perf_counter()
             course = course_assignments(template, [assignment])[0]
-            build_reference(course, source_cells(course.source), Sandbox(), limits_for(template),
-                            {"files": course.release.parent})
+            with Sandbox() as sandbox:
+                build_reference(course, source_cells(course.source), sandbox, limits_for(template),
+                                {"files": course.release.parent})
             report["reference_seconds"][assignment] = round(time.perf_counter() - started, 1)
         roots = {n: shutil.copytree(template, Path(scratch) / f"jobs{n}") for n in jobs}
         for index, assignment in enumerate(assignments):
@@ -96,6 +178,8 @@ def run(assignments: list[str], students: int, jobs: list[int]) -> dict:
                 }
                 print(f"{assignment} --jobs {n}: {seconds:.0f} s, {seconds / students:.1f} s per student",
                       file=sys.stderr)
+        if load:
+            report["load"] = run_loaded(template, assignments, kinds, load)
     report["runs"] = {}
     for n in jobs:
         runs = [by_jobs[f"jobs{n}"] for by_jobs in report["by_assignment"].values()]
@@ -118,9 +202,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="default: every assignment of the course")
     parser.add_argument("--students", type=int, default=12, help="per assignment (default 12)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="then grade each batch with its alternatives again with --jobs 2, alone and beside N "
+                             "CPU-bound processes, and compare every grade (default 0: not)")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
-    report = run(args.assignments or [a.id for a in assignments(ROOT)], args.students, args.jobs)
+    report = run(args.assignments or [a.id for a in assignments(ROOT)], args.students, args.jobs, args.load)
     path = write_report("autograde_batch", report, args.output)
     print(json.dumps(report, indent=2))
     print(f"written to {path}", file=sys.stderr)

@@ -26,8 +26,9 @@ RECORDED = ("headline", "accuracy_trained_length", "accuracy_positions_seen", "a
             "hyperparameters")
 
 
-def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800) -> tuple[Path, dict]:
-    minutes, results = run_notebook(ASSIGNMENT, profile=profile, timeout=timeout)
+def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800,
+        keep: Path | None = None) -> tuple[Path, dict]:
+    minutes, results = run_notebook(ASSIGNMENT, profile=profile, timeout=timeout, keep=keep)
     report = {
         "assignment": ASSIGNMENT,
         "profile": profile,
@@ -43,8 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
     parser.add_argument("--output", type=Path, default=None, help=f"default: benchmarks/results/{ASSIGNMENT}.json")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="copy the notebook's run folder and executed notebook to DIR/<assignment>")
     args = parser.parse_args(argv)
-    path, report = run(args.profile, args.output, args.timeout)
+    path, report = run(args.profile, args.output, args.timeout, args.keep)
     print(json.dumps({k: v for k, v in report.items() if k != "learning_curves"}, indent=2))
     print(f"written to {path}", file=sys.stderr)
     return 0

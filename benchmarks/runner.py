@@ -2,7 +2,7 @@
 
     python -m benchmarks                     # the fast sections (minutes on a laptop CPU)
     python -m benchmarks attention bleu      # only these sections
-    python -m benchmarks all                 # every section, the notebook runs, autograde and CI included (about an hour)
+    python -m benchmarks all                 # every section, the notebook runs, load, autograde and CI included (hours)
     python -m benchmarks --smoke             # tiny sizes, seconds: proves the harness works, measures nothing
     python -m benchmarks --table             # run nothing: regenerate benchmarks/README.md from the JSON there is
     course bench [the same arguments]        # the same, from anywhere inside the course
@@ -103,6 +103,20 @@ def quality(options: Options) -> None:
         raise RuntimeError(f"notebook benchmarks failed: {', '.join(failed)}")
 
 
+def load(options: Options) -> None:
+    """Notebooks 05 and 07 idle and beside busy processes: the same numbers, other times (benchmarks/load.py).
+
+    The idle runs are kept where the quality section keeps its notebooks' (06 and ``course provenance
+    --executed`` read them there).
+    """
+    profile = "smoke" if options.smoke else "laptop"
+    env = {**os.environ, **({} if options.smoke else {"CUDA_VISIBLE_DEVICES": ""})}  # the laptop targets: a CPU
+    command = [sys.executable, "-m", "benchmarks.load", "--profile", profile, "--keep", str(RUNS_KEPT / profile),
+               "--output", str(options.output_dir / "load.json")]
+    if subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL).returncode:
+        raise RuntimeError("the load benchmark failed")
+
+
 def bleu(options: Options) -> None:
     from benchmarks import bleu_speed
 
@@ -127,7 +141,8 @@ def autograde(options: Options) -> None:
     # 6 students per assignment (2 honest, 1 blank, 3 bugs): both job counts over the 6 assignments take
     # about 15 minutes on 2 cores; `python -m benchmarks.autograde_batch --students N` grades bigger batches
     batch = dict(assignments=course[:1], students=3) if options.smoke else dict(assignments=course, students=6)
-    options.write("autograde_batch", autograde_batch.run(**batch, jobs=[1, 2]))
+    # then every grade again beside two CPU-bound processes, which must change none (issue 28)
+    options.write("autograde_batch", autograde_batch.run(**batch, jobs=[1, 2], load=2))
 
 
 CLASS_ASSIGNMENT, CLASS_SIZE = "06_bleu", 200  # one assignment, a class of students
@@ -185,6 +200,9 @@ SECTIONS: dict[str, Section] = {
     "quality": Section(quality, False, "time to quality: notebooks 01, 02, 05, 06 and 07 run top to bottom in "
                        "every profile this machine has: minutes, BLEU on test and test_long, 07's validation loss "
                        "against nanoGPT's CPU recipe (40 minutes per profile)"),
+    "load": Section(load, False, "notebooks 05 and 07 (laptop) run idle and then beside two CPU-bound processes: "
+                    "the same BLEU (±0.5) and nats/char (±0.02), the times and load averages of both "
+                    "(benchmarks/load.py; about an hour on 2 cores)"),
     "bleu": Section(bleu, True, "course_lib.bleu vs sacreBLEU on 3000 sentences: same score, time ratio "
                     "(benchmarks/bleu_speed.py)"),
     "decoding": Section(decoding, True, "sentences/s of greedy and beam search, with and without the KV cache "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks import attention_rnn, bleu_speed, language_model, mha_speed
+from benchmarks import load as load_benchmark
 from course_lib.instructor.course import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -265,8 +266,12 @@ def _autograde(folder: Path) -> list[Row]:
         return [_not_measured("autograde", target, "python -m benchmarks autograde")]
     runs = report["runs"]
     unexpected = sum(run["unexpected"] for run in runs.values())
+    load = report.get("load")  # the grades again beside CPU-bound processes: none may differ (issue 28)
+    unexpected += load["differ"] + load["alternatives_not_full"] if load else 0
     measured = (", ".join(f"--jobs {name[4:]}: {run['seconds_per_student']:.1f} s" for name, run in runs.items())
                 + f" ({len(report['assignments'])} assignments, {report['students']} students each)"
+                + (f"; beside {load['hogs']} CPU-bound processes, with the alternatives: {load['differ']} grades "
+                   f"differ" if load else "")
                 + (f"; {unexpected} unexpected grades" if unexpected else ""))
     whole_course = set(report["assignments"]) == {a.id for a in assignments(ROOT)} and "jobs1" in runs
     met = None if not whole_course else \
@@ -303,6 +308,37 @@ def _length(folder: Path) -> list[Row]:
     return [_row("length", target, report, path, measured, None)]
 
 
+def _headline(run: dict) -> str:
+    """One run of the load benchmark: its headline numbers, time and load."""
+    numbers = ", ".join(f"{key} {value}" for key, value in run["headline"].items())
+    return (f"{numbers} after {run['updates']} updates, {run['notebook_minutes']:.1f} min "
+            f"(load {run['load_average_after'][0]:.1f})")
+
+
+def _load_rows(folder: Path) -> list[Row]:
+    report, path = _load(folder, "load")
+    # the idle time's target is the quality section's ("notebook NN under 5 min"): here, the numbers
+    targets = {assignment: (f"notebook {assignment[:2]} (laptop): the same "
+                            + ", ".join(f"{key} (±{tolerance:g})" for key, tolerance in tolerances.items())
+                            + f" idle and beside {load_benchmark.HOGS} CPU-bound processes, only slower")
+               for assignment, tolerances in load_benchmark.HEADLINES.items()}
+    if report is None:
+        return [_not_measured("load", target, "python -m benchmarks load") for target in targets.values()]
+    rows = []
+    for assignment, target in targets.items():
+        runs = report["notebooks"].get(assignment)
+        if runs is None:
+            rows.append(_not_measured("load", target, f"python -m benchmarks.load --assignments {assignment}"))
+            continue
+        idle, loaded = runs["idle"], runs["loaded"]
+        measured = (f"idle: {_headline(idle)}; beside {loaded['hogs']}: {_headline(loaded)}; "
+                    + ("identical" if runs["identical"] else
+                       "differences " + ", ".join(f"{k} {v}" for k, v in runs["difference"].items())))
+        rows.append(_row("load", target, {**report, "date": runs.get("date", report.get("date"))}, path, measured,
+                         runs["same"]))
+    return rows
+
+
 def _ci(folder: Path) -> list[Row]:
     report, path = _load(folder, "ci")
     target = f"README test command (`make test`) under {CI_MINUTES:g} min on 2 cores"
@@ -336,8 +372,8 @@ def _gpu(folder: Path) -> list[Row]:
     ]
 
 
-SECTION_ROWS = (_attention, _throughput, _quality, _bleu_speed, _decoding, _autograde, _autograde_class, _length, _ci,
-                _gpu)
+SECTION_ROWS = (_attention, _throughput, _quality, _load_rows, _bleu_speed, _decoding, _autograde, _autograde_class,
+                _length, _ci, _gpu)
 
 
 def rows(folder: Path) -> list[Row]:
@@ -380,7 +416,7 @@ a ratio far less. A target that is not met is listed as **GAP** with what was me
 ```bash
 python -m benchmarks                  # the fast sections: attention throughput bleu decoding gpu
 python -m benchmarks attention bleu   # only these sections
-python -m benchmarks all              # every section, with quality, autograde and ci (about an hour)
+python -m benchmarks all              # every section, with quality, load, autograde and ci (hours)
 python -m benchmarks --smoke          # tiny sizes, seconds: checks the harness, measures nothing
 python -m benchmarks --table          # run nothing: regenerate this file from results/*.json
 course bench [the same arguments]     # the same, from anywhere inside the course

@@ -7,12 +7,12 @@ build, train and decode the model. A new model is a recipe plus one row here::
 
     for spec in COURSE_MODELS:
         if (why := unavailable(spec)) is None:
-            loaded = load_or_retrain(spec, dict(n_train=50_000, max_minutes=0.8))
+            loaded = load_or_retrain(spec, dict(n_train=50_000, steps=250))
             hyps = loaded.translate(sources)
 
 A checkpoint that is missing, corrupt (``CheckpointError``), does not fit its model, or was written
 by a ``smoke`` run while this run is not one is replaced by a quick retrain with the recipe and the
-profile's preset, for a shorter budget, saved under ``runs_dir()/06_bleu/retrained/`` so that the
+profile's preset, for fewer updates, saved under ``runs_dir()/06_bleu/retrained/`` so that the
 next run reuses it (the notebooks' own checkpoints are never overwritten).
 """
 from __future__ import annotations
@@ -106,13 +106,12 @@ def _load(spec: CourseModel, path: Path, device: torch.device) -> tuple[nn.Modul
 def retrain(spec: CourseModel, hp: dict, device: torch.device,
             progress: bool = True) -> tuple[nn.Module, Any, Vocab, Vocab, str]:
     """Train ``spec`` with its recipe and this profile's preset, ``hp`` replacing some of the recipe's
-    hyperparameters (e.g. ``n_train``, ``steps``, ``max_minutes``: a shorter budget).
+    hyperparameters (e.g. ``n_train`` and ``steps``: a shorter run, however fast the machine).
 
     Returns the model (eval mode), its config, both vocabularies and a one-line description.
     """
     run = recipes.fit(spec.recipe, device=device, progress=progress, **hp)
-    note = (f"quick retrain ({run.hp['profile']}: {run.history.step[-1]} updates, {run.history.minutes:.1f} min, "
-            f"{run.hp['n_train']:,} pairs)")
+    note = f"quick retrain ({run.hp['profile']}: {run.history.step[-1]} updates, {run.hp['n_train']:,} pairs)"
     return run.model, run.cfg, run.src_vocab, run.tgt_vocab, note
 
 

@@ -7,8 +7,9 @@ Data parallelism (``DistributedDataParallel``): every process holds a full copy 
 trains on its own share of each epoch's batches (batch ``i`` goes to process ``i % world_size``);
 after each backward pass the gradients are averaged across processes, so every copy takes the
 same optimizer step and the weights stay identical. Each process uses ``max_tokens`` per batch,
-so the effective batch is ``world_size`` times larger. Processes must agree on when to stop, so
-under DDP the budget is a number of updates (``--steps``), never minutes. Backend: NCCL on GPUs
+so the effective batch is ``world_size`` times larger. Every run is counted in updates (the
+profile's, or ``--steps``); the ``--minutes`` safety net is for one process only, since processes
+must agree on when to stop. Backend: NCCL on GPUs
 (one per process, ``LOCAL_RANK``), gloo on CPUs. Process 0 evaluates and writes the checkpoint
 and results, exactly where ``course train`` and the notebooks do.
 """
@@ -51,8 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of ``course train`` and ``python -m course_lib.distributed``."""
     parser.add_argument("--model", required=True, choices=MODELS, help="which course model to train")
     parser.add_argument("--profile", choices=PROFILES, help="hyperparameter preset (default: course_lib.profile())")
-    parser.add_argument("--steps", type=int, help="optimizer updates (required under DDP unless the profile sets them)")
-    parser.add_argument("--minutes", type=float, help="training time budget (single process only)")
+    parser.add_argument("--steps", type=int, help="optimizer updates (default: the profile's); the result depends on "
+                                                  "them, not on the machine's speed")
+    parser.add_argument("--minutes", type=float, help="safety net (single process only): stop after this much "
+                                                      "training time, saying so, even before --steps")
     parser.add_argument("--n-train", type=int, help="training pairs (default: the profile's)")
     parser.add_argument("--max-tokens", type=int, help="padded tokens per batch and process (default: the profile's)")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, mps ... (default: the best available)")
@@ -83,10 +86,9 @@ def run(args: argparse.Namespace) -> int:
     profile = args.profile or current_profile()
     hp = recipes.hparams(args.model, profile, steps=args.steps, max_minutes=args.minutes,
                          n_train=args.n_train, max_tokens=args.max_tokens)
-    if world > 1:
-        if hp.get("steps") is None:
-            raise SystemExit("course_lib.distributed: under DDP give --steps: every process must stop at the same update")
-        hp["max_minutes"] = None
+    if world > 1 and args.minutes is not None:
+        raise SystemExit("course_lib.distributed: --minutes is for one process: under DDP every process must stop "
+                         "at the same update, so give --steps")
     cuda = torch.cuda.is_available() and (args.device is None or args.device.startswith("cuda"))
     device = torch.device(args.device or ("cuda" if cuda else "cpu"))
     if world > 1 and cuda:

@@ -6,12 +6,16 @@
             group["lr"] = cosine_lr(step, max_lr, warmup, total, min_lr)
         loss = train_step(model, random_windows(train_ids, B, T), optimizer, clip=1.0)
 
-``train_lm`` runs that loop under a step count and a wall-clock budget, with a progress bar and the
-validation loss on fixed windows every ``eval_every`` steps.
+``train_lm`` runs that loop for a number of updates, with a progress bar (its ETA is this machine's)
+and the validation loss on fixed windows every ``eval_every`` steps; ``estimate_lm_time`` says how
+long it will take before it starts. The result depends on the config and the seed, not on the machine's speed
+(the same arithmetic gives the same numbers; another thread count or CPU can change their last digits).
 """
 from __future__ import annotations
 
+import copy
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -20,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_lib.shakespeare import random_windows
-from course_lib.train import eval_mode
+from course_lib.train import Clock, TimeEstimate, eval_mode, safety_net_message, time_updates
 
 
 def configure_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
@@ -88,7 +92,7 @@ class LMTrainConfig:
     clip: float = 1.0                 # global gradient-norm clip
     eval_every: int = 250             # validation every this many steps (and at the end)
     eval_batches: int = 10            # validation windows = eval_batches × batch_size
-    max_minutes: float | None = None  # stop early (schedule unchanged) when this much wall time is spent
+    max_minutes: float | None = None  # safety net, off by default: stop, saying so, after this much training time
     seed: int = 0                     # seeds the batch sampler
 
 
@@ -97,13 +101,33 @@ class LMHistory:
     step: list[int] = field(default_factory=list)          # steps at which the losses below were taken
     train_loss: list[float] = field(default_factory=list)  # training loss (mean since the last record)
     valid_loss: list[float] = field(default_factory=list)  # validation loss on fixed windows
-    seconds: list[float] = field(default_factory=list)     # wall time since the start (evaluation excluded)
-    tokens_per_s: float = 0.0                               # training tokens per second over the run
+    seconds: list[float] = field(default_factory=list)     # measured: wall time since the start (evaluation excluded)
+    tokens_per_s: float = 0.0                               # measured: training tokens per second over the run
+    stopped_early: str | None = None                        # the safety net's line if it ended the run, else None
+
+
+def estimate_lm_time(model: nn.Module, train_ids: torch.Tensor, cfg: LMTrainConfig, probe_updates: int = 8,
+                     clock: Clock = time.perf_counter) -> TimeEstimate:
+    """How long ``train_lm(model, train_ids, valid_ids, cfg)`` will train on this machine: a few updates
+    of a copy of ``model`` on batches of ``cfg``'s shape, timed (``course_lib.train.time_updates``).
+    The model and every random generator are left as they were; validation is not included."""
+    device = next(model.parameters()).device
+    probe = copy.deepcopy(model).train()
+    optimizer = configure_optimizer(probe, cfg.max_lr, cfg.weight_decay)
+    g = torch.Generator().manual_seed(cfg.seed)  # its own generator: the run's sampler is untouched
+
+    def update(_: int) -> float:
+        x, y = random_windows(train_ids, cfg.batch_size, cfg.context, g)
+        return train_step(probe, (x.to(device), y.to(device)), optimizer, cfg.clip)  # .item() inside: waits
+
+    return time_updates(update, cfg.steps, probe_updates=probe_updates, device=device, clock=clock)
 
 
 def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, cfg: LMTrainConfig,
-             progress: bool = True, step_fn=None) -> LMHistory:
-    """The loop of the module docstring with course_lib's reference pieces (or ``step_fn``)."""
+             progress: bool = True, step_fn=None, clock: Clock = time.perf_counter) -> LMHistory:
+    """The loop of the module docstring with course_lib's reference pieces (or ``step_fn``), for
+    ``cfg.steps`` updates. ``clock`` only measures (seconds, tokens/s); ``cfg.max_minutes``, when set,
+    is a safety net that stops the run with one line saying so (``LMHistory.stopped_early``)."""
     from tqdm.auto import tqdm
 
     step_fn = step_fn or train_step
@@ -118,11 +142,13 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
         for group in optimizer.param_groups:
             group["lr"] = lr
         x, y = random_windows(train_ids, cfg.batch_size, cfg.context, g)
-        start = time.perf_counter()
+        start = clock()
         running += step_fn(model, (x.to(device), y.to(device)), optimizer, cfg.clip)
-        spent += time.perf_counter() - start
+        spent += clock() - start
         count += 1
-        last = step == cfg.steps - 1 or (cfg.max_minutes is not None and spent > 60 * cfg.max_minutes)
+        if step < cfg.steps - 1 and cfg.max_minutes is not None and spent >= 60 * cfg.max_minutes:
+            history.stopped_early = safety_net_message(cfg.max_minutes, step + 1, cfg.steps, spent / 60)
+        last = step == cfg.steps - 1 or history.stopped_early is not None
         if (step + 1) % cfg.eval_every == 0 or last:
             history.step.append(step + 1)
             history.train_loss.append(running / count)
@@ -134,7 +160,10 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
             break
     history.tokens_per_s = history.step[-1] * cfg.batch_size * cfg.context / max(spent, 1e-9)
     model.eval()
+    if history.stopped_early:
+        print(history.stopped_early, file=sys.stderr)
     return history
 
 
-__all__ = ["LMHistory", "LMTrainConfig", "configure_optimizer", "cosine_lr", "estimate_loss", "train_lm", "train_step"]
+__all__ = ["LMHistory", "LMTrainConfig", "configure_optimizer", "cosine_lr", "estimate_lm_time", "estimate_loss",
+           "train_lm", "train_step"]

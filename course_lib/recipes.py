@@ -30,40 +30,41 @@ from course_lib.text import PAD_ID, BucketedBatches, TranslationData, Vocab
 from course_lib.checkpoints import record_results, runs_dir, save_checkpoint
 from course_lib.train import History, linear_warmup, pick_device, train
 
-# n_train: training pairs; max_tokens: padded tokens per batch (per process under DDP); steps and/or
-# max_minutes: the training budget; n_test/n_long: sentences of test/test_long scored with BLEU.
+# n_train: training pairs; max_tokens: padded tokens per batch (per process under DDP); steps: the
+# training, in updates (the schedule is defined over them, so the model does not depend on the speed;
+# each laptop notebook is sized for at most 5 minutes on 2 idle CPU cores, measured in
+# benchmarks/README.md); n_test/n_long: sentences of test/test_long scored with BLEU. No profile
+# has a time limit: `course train --minutes` (max_minutes) adds one as a safety net that says when it stops a run.
 _RNN_HP = {
-    "smoke": dict(n_train=2_000, max_tokens=2_000, steps=40, max_minutes=0.12, lr=3e-3, warmup=100, n_test=100, n_long=20),
-    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=None, max_minutes=3.5, lr=3e-3, warmup=100, n_test=1_000, n_long=300),
-    "gpu": dict(n_train=200_000, max_tokens=16_000, steps=None, max_minutes=3.0, lr=1e-3, warmup=100, n_test=2_000, n_long=500),
+    "smoke": dict(n_train=2_000, max_tokens=2_000, steps=40, lr=3e-3, warmup=100, n_test=100, n_long=20),
+    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_500, lr=3e-3, warmup=100, n_test=1_000, n_long=300),
+    "gpu": dict(n_train=200_000, max_tokens=16_000, steps=3_000, lr=1e-3, warmup=100, n_test=2_000, n_long=500),
 }
 # The Transformer (notebook 05) adds the paper's recipe: Adam(0.9, 0.98), the warm-up schedule
 # noam_lr scaled by lr_factor, label smoothing; on a GPU bf16 autocast and torch.compile. The notebook
 # also reads n_valid (BLEU curve sentences), eval_every (updates between points), n_speed (sentences
 # of its decoding comparisons) and variant_steps (updates of the RoPE variant, compared with the main
-# model's weights at that update; a multiple of eval_every). The laptop run counts updates, not
-# minutes, so that it reaches the same model on any CPU (sized for about 6 minutes on 2 idle cores).
+# model's weights at that update; a multiple of eval_every).
 _TRANSFORMER_HP = {
-    "smoke": dict(n_train=2_000, max_tokens=2_000, steps=30, max_minutes=0.2, warmup=20, lr_factor=1.0,
+    "smoke": dict(n_train=2_000, max_tokens=2_000, steps=30, warmup=20, lr_factor=1.0,
                   label_smoothing=0.1, n_test=100, n_long=30, autocast=None, compile=False,
                   n_valid=30, eval_every=15, n_speed=20, variant_steps=15),
-    "laptop": dict(n_train=60_000, max_tokens=3_000, steps=900, max_minutes=None, warmup=200, lr_factor=1.0,
+    "laptop": dict(n_train=60_000, max_tokens=3_000, steps=900, warmup=200, lr_factor=1.0,
                    label_smoothing=0.1, n_test=1_000, n_long=300, autocast=None, compile=False,
                    n_valid=100, eval_every=100, n_speed=100, variant_steps=300),
-    "gpu": dict(n_train=200_000, max_tokens=24_000, steps=4_000, max_minutes=3.0, warmup=400, lr_factor=1.0,
+    "gpu": dict(n_train=200_000, max_tokens=24_000, steps=4_000, warmup=400, lr_factor=1.0,
                 label_smoothing=0.1, n_test=2_000, n_long=1_000, autocast="bfloat16", compile=True,
                 n_valid=200, eval_every=500, n_speed=200, variant_steps=1500),
 }
-# The attention RNN (notebook 02) learns fast enough to count updates on a laptop; max_minutes is a safety net.
-# The notebook also reads baseline_minutes (01's model retrained for so long when its checkpoint is
-# missing) and max_len (longest translation; None: 2 × source length + 10).
+# The attention RNN (notebook 02). The notebook also reads baseline_steps (updates of 01's model,
+# retrained when its checkpoint is missing) and max_len (longest translation; None: 2 × source length + 10).
 _ATTENTION_RNN_HP = {
-    "smoke": dict(n_train=3_000, max_tokens=600, steps=20, max_minutes=0.2, lr=3e-3, warmup=100, n_test=40, n_long=10,
-                  baseline_minutes=0.05, max_len=20),
-    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_000, max_minutes=5.0, lr=2e-3, warmup=100, n_test=1_000,
-                   n_long=300, baseline_minutes=1.0, max_len=None),
-    "gpu": dict(n_train=200_000, max_tokens=12_000, steps=None, max_minutes=3.0, lr=1e-3, warmup=100, n_test=2_000,
-                n_long=500, baseline_minutes=1.0, max_len=None),
+    "smoke": dict(n_train=3_000, max_tokens=600, steps=20, lr=3e-3, warmup=100, n_test=40, n_long=10,
+                  baseline_steps=5, max_len=20),
+    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_000, lr=2e-3, warmup=100, n_test=1_000,
+                   n_long=300, baseline_steps=400, max_len=None),
+    "gpu": dict(n_train=200_000, max_tokens=12_000, steps=3_000, lr=1e-3, warmup=100, n_test=2_000,
+                n_long=500, baseline_steps=1_000, max_len=None),
 }
 HPARAMS: dict[str, dict[str, dict]] = {"rnn": _RNN_HP, "attention-rnn": _ATTENTION_RNN_HP, "transformer": _TRANSFORMER_HP}
 
@@ -182,7 +183,7 @@ def fit(name: str, profile: str | None = None, *, hp: dict | None = None, device
     optimizer, schedule = optimizer_and_schedule(name, model, cfg, hp)
     autocast = getattr(torch, hp["autocast"]) if hp.get("autocast") else None
     batches = batches if batches is not None else BucketedBatches(data, max_tokens=hp["max_tokens"], seed=0)
-    history = train(trained, batches, loss_function(hp), optimizer, steps=hp.get("steps"),
+    history = train(trained, batches, loss_function(hp), optimizer, steps=hp["steps"],
                     max_minutes=hp.get("max_minutes"), schedule=schedule, clip_norm=1.0, device=device,
                     progress=progress, autocast_dtype=autocast)
     return TrainedRun(name, model.eval(), cfg, data.src_vocab, data.tgt_vocab, history, hp)
@@ -215,6 +216,7 @@ def save(run: TrainedRun, metrics: dict, directory: Path | None = None) -> tuple
     directory = directory or runs_dir() / recipe.assignment
     history = run.history
     summary = {"train_minutes": round(history.minutes, 3), "updates": history.step[-1] if history.step else 0,
+               "stopped_early": history.stopped_early,
                "parameters": sum(p.numel() for p in run.model.parameters()),
                "tokens_per_s": round(sum(history.tokens_per_s[1:] or history.tokens_per_s)
                                      / max(1, len(history.tokens_per_s[1:] or history.tokens_per_s)), 1)}

@@ -1,8 +1,14 @@
-"""The training loop and device choice.
+"""The training loop, its time estimate, and device choice.
 
+    print(estimate_time(model, batches, loss_fn, optimizer, steps=2000))   # "about 3.1 min on this machine ..."
     history = train(model, batches, loss_fn, optimizer, steps=2000, schedule=linear_warmup(200))
     with eval_mode(model):   # dropout off, restored on exit even if the body raises
         ...
+
+Training is counted in updates: ``steps`` fixes the run, and with it the schedule and the result,
+however fast or busy the machine. Its speed changes only the time, which ``estimate_time``
+measures on a copy before the run and the progress bar shows as its ETA. ``max_minutes`` is a
+safety net, off unless given: when hit, the run stops and says so in one line (``History.stopped_early``).
 
 ``loss_fn(model, batch)`` returns the mean loss per token as a scalar tensor; ``batches`` is
 re-iterable (one pass = one epoch), e.g. a ``course_lib.text.BucketedBatches``. Checkpoints and
@@ -12,7 +18,10 @@ results under ``runs/`` are ``course_lib.checkpoints``; the data-parallel entry 
 from __future__ import annotations
 
 import contextlib
+import copy
+import itertools
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator
@@ -47,17 +56,73 @@ def eval_mode(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
         model.train(was_training)
 
 
+Clock = Callable[[], float]  # seconds from an arbitrary origin, e.g. time.perf_counter
+
+
 @dataclass
 class History:
-    """What ``train`` recorded; ``step[i]`` is the update count at which ``loss[i]`` etc. were logged."""
+    """What ``train`` recorded; ``step[i]`` is the update count at which ``loss[i]`` etc. were logged.
+
+    ``step``, ``loss``, ``grad_norm``, ``lr`` and ``eval`` are the run's result: they depend on the
+    seed, the data and ``steps``, not on the machine's speed or load (another thread count or CPU
+    can change the last digits of the arithmetic). ``tokens_per_s`` and ``minutes`` measure this machine's speed.
+    """
 
     step: list[int] = field(default_factory=list)  # updates done when logged
     loss: list[float] = field(default_factory=list)  # mean training loss since the previous log
     grad_norm: list[float] = field(default_factory=list)  # mean gradient norm before clipping
     lr: list[float] = field(default_factory=list)  # learning rate of the first param group
-    tokens_per_s: list[float] = field(default_factory=list)  # target tokens processed per second
+    tokens_per_s: list[float] = field(default_factory=list)  # measured: target tokens processed per second
     eval: list[dict] = field(default_factory=list)  # {"step": ..., **on_eval(model, step)}
-    minutes: float = 0.0  # wall-clock time of the whole run
+    minutes: float = 0.0  # measured: wall-clock time of the whole run
+    stopped_early: str | None = None  # the line saying why the run ended before ``steps`` (the safety net), or None
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """How long ``updates`` updates take on this machine, from a short probe measured just now."""
+
+    updates: int  # the run's updates
+    seconds_per_update: float  # mean over the probe's timed updates
+    probe_updates: int  # updates timed (after one untimed warm-up)
+
+    @property
+    def minutes(self) -> float:
+        return self.updates * self.seconds_per_update / 60
+
+    def __str__(self) -> str:
+        return (f"{self.updates} updates: about {self.minutes:.1f} min on this machine as it is now "
+                f"({1000 * self.seconds_per_update:.0f} ms per update over {self.probe_updates} timed ones); "
+                "a slower or busier machine takes longer for the same result")
+
+
+def time_updates(update: Callable[[int], Any], updates: int, *, probe_updates: int = 8,
+                 device: torch.device | str = "cpu", clock: Clock = time.perf_counter) -> TimeEstimate:
+    """Estimate ``updates`` updates from a probe: ``update(i)`` once untimed (the first call pays one-off
+    costs: allocation, compilation), then ``probe_updates`` times, timed: their mean seconds per update.
+
+    ``update`` must wait for its device (e.g. end with ``.item()``) and touch only copies: the random
+    generators of the CPU and of ``device`` are restored afterwards, so the probe leaves no trace.
+    """
+    if probe_updates < 1:
+        raise ValueError("time at least one update")
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device],
+                               device_type=None if device.type == "cpu" else device.type):
+        update(0)
+        start = clock()
+        for i in range(1, probe_updates + 1):
+            update(i)
+        seconds = clock() - start
+    return TimeEstimate(updates, seconds / probe_updates, probe_updates)
+
+
+def safety_net_message(max_minutes: float, step: int, steps: int, minutes: float) -> str:
+    """The one line a run stopped by its time limit prints: what happened, and what fits this machine."""
+    needed = minutes * steps / max(step, 1)
+    return (f"stopped by the {max_minutes:g}-minute safety net after {step} of {steps} updates: this is not the "
+            f"{steps}-update result. This machine needs about {needed:.0f} min for all of them: allow that much "
+            "(max_minutes; `course train --minutes`), or choose a profile with fewer updates (COURSE_PROFILE=smoke)")
 
 
 def linear_warmup(warmup: int) -> Callable[[int], float]:
@@ -82,13 +147,56 @@ def _n_tokens(batch: Any) -> int:
     return first.numel() if isinstance(first, torch.Tensor) else 0
 
 
+def _update(model: torch.nn.Module, batch: Any, loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
+            optimizer: torch.optim.Optimizer, clip_norm: float | None, device: torch.device,
+            autocast_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """One update on ``batch`` (already on ``device``): (loss, gradient norm before clipping), on device."""
+    with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype is not None):
+        loss = loss_fn(model, batch)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    # clip_grad_norm_ returns the norm *before* clipping; max_norm=inf only measures it.
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm or math.inf)
+    optimizer.step()
+    return loss, norm
+
+
+def _check_autocast(autocast_dtype: torch.dtype | None) -> None:
+    if autocast_dtype == torch.float16:
+        raise ValueError("use torch.bfloat16: float16 would need a gradient scaler")
+
+
+def estimate_time(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
+                  optimizer: torch.optim.Optimizer, *, steps: int, probe_updates: int = 8,
+                  clip_norm: float | None = 1.0, device: torch.device | str | None = None,
+                  autocast_dtype: torch.dtype | None = None, clock: Clock = time.perf_counter) -> TimeEstimate:
+    """How long ``train`` with these arguments will take for ``steps`` updates on this machine.
+
+    Times updates of a *copy* of ``model`` and ``optimizer`` on the first batches of a shallow copy of
+    ``batches`` (``time_updates``): the model, the optimizer, the random generators and the batch
+    order (the pass counter of a ``BucketedBatches`` or ``ShiftBatches`` lives on the copy) stay as
+    they were, so the run that follows is the one it would have been without the probe. Evaluations
+    and a ``torch.compile`` of the trained module are not included.
+    """
+    _check_autocast(autocast_dtype)
+    device = torch.device(device) if device is not None else pick_device()
+    probe_model, probe_optimizer = copy.deepcopy((model, optimizer))  # one copy: the optimizer keeps its parameters
+    probe_model.to(device).train()
+    sample = [_to(batch, device) for batch in itertools.islice(iter(copy.copy(batches)), probe_updates + 1)]
+    if not sample:
+        raise ValueError("batches yielded nothing: is the dataset empty?")
+    return time_updates(lambda i: _update(probe_model, sample[i % len(sample)], loss_fn, probe_optimizer, clip_norm,
+                                          device, autocast_dtype)[0].item(),  # .item(): wait for the device
+                        steps, probe_updates=probe_updates, device=device, clock=clock)
+
+
 def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
-          optimizer: torch.optim.Optimizer, *, steps: int | None = None, max_minutes: float | None = None,
+          optimizer: torch.optim.Optimizer, *, steps: int, max_minutes: float | None = None,
           schedule: Callable[[int], float] | None = None, clip_norm: float | None = 1.0,
           device: torch.device | str | None = None, progress: bool = True,
           on_eval: Callable[[torch.nn.Module, int], dict] | None = None, eval_every: int | None = None,
-          log_every: int = 10, autocast_dtype: torch.dtype | None = None) -> History:
-    """Train ``model`` for ``steps`` updates or ``max_minutes`` (whichever ends first), epoch after epoch.
+          log_every: int = 10, autocast_dtype: torch.dtype | None = None, clock: Clock = time.perf_counter) -> History:
+    """Train ``model`` for ``steps`` updates, epoch after epoch.
 
     Each update: ``loss = loss_fn(model, batch)``, backward, clip the global gradient norm to
     ``clip_norm``, ``optimizer.step()``. ``schedule(step)`` (``step`` = 0 for the first update)
@@ -97,18 +205,22 @@ def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn
     and after the last one; it returns a dict of metrics. ``autocast_dtype=torch.bfloat16`` runs the
     forward pass in mixed precision. The model is moved to ``device`` (default ``pick_device()``)
     and left in eval mode.
+
+    ``clock`` only measures (tokens/s, minutes, the progress bar's rate): the result depends on the
+    seed, the data and ``steps`` alone. ``max_minutes`` is an optional safety net: when the run has
+    taken that long it stops, prints one line saying so and what fits this machine, and records that
+    line in ``History.stopped_early``.
     """
-    if steps is None and max_minutes is None:
-        raise ValueError("give steps or max_minutes (or both)")
-    if autocast_dtype == torch.float16:
-        raise ValueError("use torch.bfloat16: float16 would need a gradient scaler")
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, not {steps}")
+    _check_autocast(autocast_dtype)
     device = torch.device(device) if device is not None else pick_device()
     model.to(device)
     for group in optimizer.param_groups:
         group.setdefault("initial_lr", group["lr"])  # the base that schedule() multiplies
     history = History()
     bar = tqdm(total=steps, disable=not progress, desc="train", unit="step")
-    start = last_log = time.perf_counter()
+    start = last_log = clock()
     loss_sum = norm_sum = torch.zeros((), device=device)  # summed on device: one sync per log
     tokens = n_since_log = step = 0
 
@@ -128,25 +240,18 @@ def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn
                 for group in optimizer.param_groups:
                     group["lr"] = group["initial_lr"] * schedule(step)
             tokens += _n_tokens(batch)
-            batch = _to(batch, device)
-            with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16,
-                                enabled=autocast_dtype is not None):
-                loss = loss_fn(model, batch)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            # clip_grad_norm_ returns the norm *before* clipping; max_norm=inf only measures it.
-            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm or math.inf)
-            optimizer.step()
+            loss, norm = _update(model, _to(batch, device), loss_fn, optimizer, clip_norm, device, autocast_dtype)
             step += 1
             loss_sum = loss_sum + loss.detach().float()
             norm_sum = norm_sum + norm.detach().float()
             n_since_log += 1
             bar.update(1)
 
-            out_of_time = max_minutes is not None and time.perf_counter() - start >= 60 * max_minutes
-            done = out_of_time or (steps is not None and step >= steps)
+            if step < steps and max_minutes is not None and clock() - start >= 60 * max_minutes:
+                history.stopped_early = safety_net_message(max_minutes, step, steps, (clock() - start) / 60)
+            done = step >= steps or history.stopped_early is not None
             if step % log_every == 0 or done:
-                now = time.perf_counter()
+                now = clock()
                 history.step.append(step)
                 history.loss.append(loss_sum.item() / n_since_log)
                 history.grad_norm.append(norm_sum.item() / n_since_log)
@@ -164,8 +269,11 @@ def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn
             raise ValueError("batches yielded nothing: is the dataset empty?")
     bar.close()
     model.eval()
-    history.minutes = (time.perf_counter() - start) / 60
+    history.minutes = (clock() - start) / 60
+    if history.stopped_early:
+        print(history.stopped_early, file=sys.stderr)
     return history
 
 
-__all__ = ["History", "eval_mode", "linear_warmup", "pick_device", "train"]
+__all__ = ["Clock", "History", "TimeEstimate", "eval_mode", "estimate_time", "linear_warmup", "pick_device",
+           "safety_net_message", "time_updates", "train"]

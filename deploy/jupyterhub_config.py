@@ -8,6 +8,9 @@ which sets the environment variables read here.
 - Students get JupyterLab with nbgrader's Assignments tab and Validate button, and the course's
   nbgrader configuration (deploy/jupyter/student/); the formgrader, course list and assignment
   creation are switched off for them. Instructors open the course folder with the formgrader.
+- Of the course folder, students can read only its public entries (course_lib/instructor/access.py:
+  the release, course_lib, build/data, nbgrader_config.py, deploy/jupyter/student/, .venv, the
+  exchange); their servers find the data there through COURSE_DATA_DIR, whatever folder they work in.
 - Only 127.0.0.1 listens: put a TLS reverse proxy in front to open it to a class.
 """
 import os
@@ -49,12 +52,14 @@ c.Spawner.start_timeout = 120  # a first start on a busy 2-core machine imports 
 
 
 def course_environment(spawner):
-    """Students: their home, the student configuration; instructors: the course folder."""
+    """Students: their home, the student configuration, the course's data; instructors: the course folder."""
     spawner.environment = {**spawner.environment, "COURSE_ROOT": str(course)}
     if spawner.user.name in instructors:
         spawner.notebook_dir = str(course)
     else:
         spawner.environment["JUPYTER_CONFIG_PATH"] = str(deploy / "jupyter" / "student")
+        # course_lib looks for build/data above the working folder, which is the student's home here
+        spawner.environment["COURSE_DATA_DIR"] = str(course / "build" / "data")
 
 
 c.Spawner.pre_spawn_hook = course_environment

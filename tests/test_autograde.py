@@ -17,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from dataclasses import asdict
@@ -33,7 +34,7 @@ from course_lib.instructor.sandbox import Limits, Sandbox
 from course_lib.instructor.submission import source_cells
 
 from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
-from .submissions.toy import ANSWERS, ASSIGNMENT, POINTS, make_course
+from .submissions.toy import ANSWERS, ASSIGNMENT, HIDDEN_EXPECTED, HIDDEN_INPUT, POINTS, make_course
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_BWRAP = shutil.which("bwrap") is not None
@@ -46,7 +47,7 @@ def batch_test(test):
 
 
 # Small enough that the resource fixtures cost seconds and stay safe on a shared 2-core machine.
-LIMITS = Limits(cell_s=15, wall_s=180, memory_bytes=4 << 30, processes=64, file_bytes=16 << 20,
+LIMITS = Limits(cell_s=15, student_s=25, memory_bytes=4 << 30, processes=64, file_bytes=16 << 20,
                 output_bytes=4 << 20, scratch_bytes=256 << 20, outbox_bytes=64 << 20)
 REVIEWED, ABSENT = "zz_reviewed", "zz_absent"
 
@@ -238,13 +239,13 @@ def test_grades_keep_every_status_apart(batch, tmp_path):
     assert export(batch.root, assignments(batch.root, [ASSIGNMENT]), str(path), out=io.StringIO()) == 1
     rows = {row["student"]: row for row in csv.DictReader(path.open())}
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
-    assert (rows[number["honest"]]["status"], rows[number["honest"]]["score"]) == (GRADED, "8")
+    assert (rows[number["honest"]]["status"], rows[number["honest"]]["score"]) == (GRADED, "9")
     assert (rows[number["blank"]]["status"], rows[number["blank"]]["score"]) == (GRADED, "0")
     assert rows[number["invalid_json"]]["status"].startswith(f"{FAILED} (") and rows[number["invalid_json"]]["score"] == ""
     assert "not valid JSON" in rows[number["invalid_json"]]["status"]
-    assert rows[number["sdpa_alias"]]["status"].startswith(f"{REVIEW} (")
+    assert rows[number["pasted_reference"]]["status"].startswith(f"{REVIEW} (")
     assert rows[ABSENT]["status"] == "not submitted" and rows[ABSENT]["score"] == ""
-    assert rows[REVIEWED]["score"] == "6.5"  # 8 with the grader's 0.5 instead of 2 for softmax
+    assert rows[REVIEWED]["score"] == "7.5"  # 9 with the grader's 0.5 instead of 2 for softmax
     # Every student has a complete row, however hostile the text in their record.
     assert set(rows) == set(batch.results) | {ABSENT}
     for row in rows.values():
@@ -266,10 +267,10 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
     pages = {name: (batch.root / "feedback" / number[name] / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
              for name in ("honest", "unstable_softmax", "invalid_json", "rebound_checks", "hostile_text",
                           "leak_inbox")}
-    assert "8 / 8" in pages["honest"]
+    assert "9 / 9" in pages["honest"]
     assert "NaN" in pages["unstable_softmax"] and "_softmax_case((2, 3), 1.0, -1, 0)" in pages["unstable_softmax"]
     # each check under its exercise's name, with the student's own answer beside its outcome
-    assert "Exercise 2 · softmax" in pages["unstable_softmax"] and "Exercise 6 · dropout" in pages["honest"]
+    assert "Exercise 2 · softmax" in pages["unstable_softmax"] and "Exercise 7 · dropout" in pages["honest"]
     assert "e = x.exp()  # overflows for large scores" in pages["unstable_softmax"]
     assert "could not be graded" in pages["invalid_json"]
     for html in pages.values():
@@ -290,6 +291,293 @@ def test_cli_exit_status_says_whether_anything_needs_attention(batch, monkeypatc
     assert main(["autograde", ASSIGNMENT, "--student", number["invalid_json"]]) == 1
     out = capsys.readouterr().out
     assert "backed up" in out and number["honest"] in out and "not valid JSON" in out
+
+
+def _planted_hidden_values() -> list[str]:
+    """The toy's hidden values as a page would show them: double's planted input and result, and the
+    first values drawn from seed 1, which only hidden checks use (every visible one draws from seed
+    0): double's hidden input, twice it, softmax's hidden scores (100 times it)."""
+    import torch
+
+    from course_lib import seed_everything
+
+    seed_everything(1)
+    drawn = torch.randn(5).tolist()
+    values = [HIDDEN_INPUT, HIDDEN_EXPECTED] + drawn + [2 * v for v in drawn] + [100 * v for v in drawn]
+    return sorted({f"{v:.5g}" for v in values} | {f"{v:.4f}" for v in values if abs(v) < 10})
+
+
+@batch_test
+def test_no_hidden_value_reaches_a_page_or_a_record(batch):
+    """Distinctive hidden inputs and expected values (tests/submissions/toy.py) never appear on any
+    student's feedback page or in any grading record, whatever the student's code printed, raised or
+    kept: a hidden check names the kind of difference, a visible one's error text is scrubbed."""
+    from course_lib.instructor.feedback import write_feedback
+
+    assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
+    texts = {path: path.read_text(encoding="utf-8") for path in (batch.root / "feedback").glob(f"*/{ASSIGNMENT}/*.html")}
+    for path in (batch.root / "autograded").glob(f"*/{ASSIGNMENT}/{RECORD}"):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        record.pop("seconds")  # a timing, whose digits may be anything
+        texts[path] = json.dumps(record, ensure_ascii=False)
+    assert len(texts) > 2 * len(CATALOGUE)
+    planted = _planted_hidden_values()
+    found = [(str(path.relative_to(batch.root)), value) for path, text in texts.items() for value in planted
+             if value in text]
+    assert not found, found[:10]
+    number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
+    stash = json.loads((batch.root / "autograded" / number["stash_hidden"] / ASSIGNMENT / RECORD).read_text())
+    message = next(c["message"] for c in stash["checks"] if c["grade_id"] == "test_softmax")
+    assert "ValueError: HIDDEN" in message and "…" in message, message  # shown, and scrubbed
+
+
+# ---------------------------------------------------------------- the grader as an ordinary user ----
+
+def grade_in_order(root: str, students: list[str]) -> list[dict]:
+    """Grade ``students`` one after the other in the one sandbox slot of one batch (one warm runner
+    serves them all, the cascade runs of each before the next student's first run): their results."""
+    from course_lib.instructor.autograde import batch as open_batch, grade_student
+    from course_lib.instructor.course import assignments
+
+    assignment = assignments(Path(root), [ASSIGNMENT])[0]
+    with open_batch(assignment, source_cells(assignment.source), LIMITS, jobs=1) as context:
+        return [asdict(grade_student(context, student)) for student in students]
+
+
+@pytest.fixture(scope="module")
+def grader_account(tmp_path_factory):
+    """A real unprivileged account to run the grader as (bwrap then makes a user namespace of its
+    own), and a Python it can run that imports this environment's packages."""
+    if os.geteuid() != 0 or not shutil.which("useradd") or not HAS_BWRAP:
+        pytest.skip("needs root (to make an account) and bubblewrap")
+    from .test_hub import student_python
+
+    name = f"grader{os.getpid() % 100000}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    folder = Path(tempfile.mkdtemp(prefix="course-grader-python-"))
+    folder.chmod(0o755)
+    try:
+        python = student_python(folder / "python")
+        # nbgrader's gradebook runs the `alembic` command: one this account can run, beside its Python
+        alembic = python.parent / "alembic"
+        alembic.write_text(f"#!{python}\nimport sys\nfrom alembic.config import main\nsys.exit(main())\n")
+        alembic.chmod(0o755)
+        yield SimpleNamespace(name=name, python=python)
+    finally:
+        subprocess.run(["userdel", name], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _course_for(owner: str | None, graded: Path | None = None) -> Path:
+    """A toy course in a folder of its own, belonging to ``owner`` (None: the current user), with the
+    solution's probes that ``graded`` (a course graded before) recorded, when given."""
+    root = Path(tempfile.mkdtemp(prefix="course-toy-"))
+    make_course(root)
+    if graded is not None:  # the same source and course_lib: its reference is this course's too
+        shutil.copytree(graded / "build" / "autograde", root / "build" / "autograde")
+    if owner:
+        root.chmod(0o755)
+        shutil.chown(root, owner, owner)
+        for path in root.rglob("*"):
+            shutil.chown(path, owner, owner)
+    return root
+
+
+def _as(account, *command: str, root: Path, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([shutil.which("runuser"), "-u", account.name, "--", str(account.python), *command], cwd=root,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={"PATH": f"{account.python.parent}:/usr/bin:/bin", "HOME": str(root), "COURSE_PROFILE": "smoke",
+                               "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"})
+
+
+CHANNEL = ("channel_writer", "channel_reader")
+
+
+@needs_bwrap
+@pytest.mark.notebook
+@pytest.mark.parametrize("grader", ["root", "ordinary user"])
+def test_no_channel_between_two_students_of_one_slot(grader, request, batch):
+    """The writer's cascade regrade keeps course_lib's rnn_cell_step and leaves a table of its results
+    in SysV shared memory and in files all over the sandbox; the reader, graded next in the same slot
+    of the same batch, answers rnn_step from that table only. It must find nothing, whether the
+    grader runs as root (runs drop to a slot user) or as an ordinary user (bwrap unprivileged)."""
+    account = request.getfixturevalue("grader_account") if grader != "root" else None
+    root = _course_for(account.name if account else None, graded=batch.root)
+    fixtures = {f.name: f for f in CATALOGUE}
+    try:
+        for name in CHANNEL:
+            _submit(root, name, fixtures[name])
+        if account:
+            shutil.chown(root / "submitted", account.name, account.name)
+            for path in (root / "submitted").rglob("*"):
+                shutil.chown(path, account.name, account.name)
+            done = _as(account, "-c", "import json, sys\nsys.path.insert(0, sys.argv[1])\n"
+                       "from tests.test_autograde import grade_in_order\n"
+                       "print('RESULTS ' + json.dumps(grade_in_order(sys.argv[2], sys.argv[3:])))",
+                       str(ROOT), str(root), *CHANNEL, root=root, timeout=600)
+            assert "RESULTS " in done.stdout, done.stderr[-3000:]
+            results = json.loads(done.stdout.split("RESULTS ", 1)[1])
+        else:
+            results = grade_in_order(str(root), list(CHANNEL))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    for name, result in zip(CHANNEL, results):
+        expected = fixtures[name].expected
+        failed = {c["grade_id"] for c in result["checks"] if c["status"] == "failed"}
+        assert (result["status"], result["score"], failed) == (expected.status, expected.score, set(expected.failed)), \
+            f"{name}: {result}"
+
+
+# The catalogue's attacks that need no limit but those `course autograde` sets on its command line
+UNPRIVILEGED = ("honest", "blank", "hardcoded", "infinite_loop", "os_exit", "segfault", "fork_bomb", "detached_process",
+                "read_solutions", "leak_inbox", "events_fifo", "replay_links", "lookup_table", "kernel_name",
+                "kernel_ops", "kernel_captured", "channel_writer", "channel_reader", "memory_outside", "stash_hidden",
+                "raise_probes", "cpu_in_every_run")
+
+
+@needs_bwrap
+@pytest.mark.notebook
+def test_the_catalogue_as_graded_by_an_ordinary_user(grader_account):
+    """``course autograde`` run by an ordinary account (bwrap unprivileged, with a user namespace of
+    its own): the sandbox's /, /etc and /dev are read-only, /dev/shm is small and wiped, SysV IPC
+    and new namespaces are refused, and every attack gets the outcome it gets under a root grader."""
+    root = _course_for(grader_account.name)
+    fixtures = {f.name: f for f in CATALOGUE}
+    try:
+        for name in UNPRIVILEGED:
+            _submit(root, name, fixtures[name])
+        for path in [root / "submitted", *(root / "submitted").rglob("*")]:
+            shutil.chown(path, grader_account.name, grader_account.name)
+        done = _as(grader_account, "-m", "course_lib.instructor.cli", "autograde", ASSIGNMENT, "--jobs", "2",
+                   "--cell-timeout", str(LIMITS.cell_s), "--timeout", str(LIMITS.student_s),
+                   "--memory", str(LIMITS.memory_bytes / 2**30), root=root, timeout=900)
+        assert done.returncode in (0, 1), done.stderr[-3000:]
+        records = {name: json.loads((root / "autograded" / name / ASSIGNMENT / RECORD).read_text())
+                   for name in UNPRIVILEGED}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    wrong = []
+    for name, record in records.items():
+        expected = fixtures[name].expected
+        failed = {c["grade_id"] for c in record["checks"] if c["status"] == "failed"}
+        said = " ".join(record["reasons"] + [c["message"] for c in record["checks"] if c["status"] != "passed"])
+        if (record["status"], record["score"], failed) != (expected.status, expected.score, set(expected.failed)) \
+                or expected.why not in said:
+            wrong.append(f"{name}: {record['status']} {record['score']} {sorted(failed)}: {said[:300]}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.fixture(scope="module")
+def student_account():
+    """A real student account, with no right to anything of the course's."""
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("needs root to make an account")
+    name = f"student{os.getpid() % 100000}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], check=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(["userdel", name], check=False)
+
+
+# Run by the student account: everything it can list or read under the given folders, for a while.
+POLL = """import json, os, sys, time
+readable, listed = set(), set()
+deadline = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < deadline:
+    for top in sys.argv[2:]:
+        for folder, subfolders, files in os.walk(top):
+            listed.add(folder)
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), "rb") as stream:
+                        stream.read(1)
+                    readable.add(os.path.join(folder, name))
+                except OSError:
+                    pass
+    time.sleep(0.05)
+print(json.dumps({"readable": sorted(readable), "listed": sorted(listed)}))
+"""
+
+
+def _reaped_folder(grader: int) -> Path | None:
+    """The working folder of the grader process ``grader``: the argument of its reaper child."""
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                parent = int(Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                argv = Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == grader and b"shutil.rmtree" in b" ".join(argv):
+                return Path(argv[-2].decode())
+    return None
+
+
+@needs_bwrap
+@pytest.mark.notebook
+def test_the_graders_scratch_is_private_and_goes_with_a_killed_grader(student_account, batch):
+    """A student polling the grader's working folder during a batch (run plans with classmates'
+    answers, the warm runner's folder) reads nothing; after ``kill -9`` of ``course autograde`` the
+    folder is gone, without waiting for another run."""
+    root = _course_for(None, graded=batch.root)
+    for i in range(8):
+        _submit(root, f"s{i}", CATALOGUE[0])
+    grader = subprocess.Popen([str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout",
+                               "15"], cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline, folder = time.monotonic() + 300, None
+        while time.monotonic() < deadline and grader.poll() is None:
+            folder = folder or _reaped_folder(grader.pid)
+            if folder and any(folder.glob("slot*/out")):  # a warm runner serves a student's run
+                break
+            time.sleep(0.1)
+        assert folder and grader.poll() is None, "the batch ended before a student's run could be watched"
+        inside = sorted(str(p) for p in folder.rglob("*"))
+        polled = subprocess.run(["runuser", "-u", student_account, "--", "/usr/bin/python3", "-c", POLL, "3",
+                                 str(folder), *inside[:50]], capture_output=True, text=True, timeout=120)
+        seen = json.loads(polled.stdout)
+        assert seen == {"readable": [], "listed": []}, seen
+    finally:
+        os.kill(grader.pid, signal.SIGKILL)  # the grader only, as `kill -9 PID` does
+        grader.wait()
+    deadline = time.monotonic() + 30
+    while folder.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    shutil.rmtree(root)
+    assert not folder.exists(), f"{folder} outlived the grader"
+
+
+# ---------------------------------------------------------------- load ----
+
+LOADED = ("honest", "blank", "unstable_softmax", "wrong_axis", "hardcoded", "tags", "kernel_name", "infinite_loop",
+          "cpu_in_every_run")
+
+
+@needs_bwrap
+@pytest.mark.notebook
+def test_grades_do_not_depend_on_load(batch):
+    """--jobs 2 beside two CPU-bound processes: every outcome is the one the catalogue expects, those
+    decided by a time limit included (limits are CPU seconds; the wall clock is only a backstop)."""
+    root = _course_for(None, graded=batch.root)
+    fixtures = {f.name: f for f in CATALOGUE}
+    for name in LOADED:
+        _submit(root, name, fixtures[name])
+    hogs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
+    try:
+        results = {r.student: r for r in autograde(root, ASSIGNMENT, jobs=2, limits=LIMITS, out=io.StringIO(),
+                                                   progress=False)}
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+        shutil.rmtree(root)
+    for name in LOADED:
+        result, expected = results[name], fixtures[name].expected
+        said = " ".join(result.reasons + [c.message for c in result.checks if c.status != "passed"])
+        assert (result.status, result.score) == (expected.status, expected.score) and expected.why in said, \
+            f"{name}: {result}"
 
 
 # ---------------------------------------------------------------- without a sandbox run ----
@@ -489,6 +777,15 @@ def test_honest_answers_of_the_course_raise_no_lint_finding():
     ("def f(x):\n    return getattr(torch, 'soft' + 'max')(x)", "uses getattr"),
     ("Yes = type('Yes', (float,), {'__eq__': lambda self, other: True})", "spells __eq__"),
     ("torch.library.impl('aten::allclose', 'CPU')", "uses .library"),
+    # the kernels behind a forbidden name, and ways around the guards
+    ("def f(x):\n    return x.log_softmax(-1).exp()", "uses .log_softmax, a kernel of torch.softmax"),
+    ("from torch import _softmax", "imports _softmax, a kernel of torch.softmax"),
+    ("def f(x):\n    return torch._VF.softmax(x, -1)", "uses ._VF"),
+    ("def f(x):\n    return torch.ops.aten._softmax(x, -1, False)", "uses .ops"),
+    ("_files = torch.os.listdir('/sandbox/in')", "uses .os"),
+    ("_files = open('/sand' + 'box/in/probes.json').read()", "spells the path '/sand'"),
+    ("import gc\n_all = gc.get_objects()", "imports gc"),
+    ("_table = torch.load('table.pt')", "uses .load"),
 ])
 def test_lint_finds_what_only_tampering_needs(code, found):
     findings = lint("answer", code, {"torch.softmax", "torch.nn.functional.scaled_dot_product_attention"},

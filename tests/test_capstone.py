@@ -9,7 +9,7 @@ from course_lib.text import TranslationData
 from course_lib.checkpoints import runs_dir, save_checkpoint
 
 RNN = COURSE_MODELS[0]
-TINY = dict(n_train=300, steps=2, max_minutes=0.5)  # a quick retrain's overrides of the recipe
+TINY = dict(n_train=300, steps=2)  # a quick retrain's overrides of the recipe
 
 
 def test_rows_name_distinct_recipes_that_resolve():

@@ -1,18 +1,23 @@
-"""nbgrader's exchange in a temporary course: ``course release --exchange``, students fetching and
-submitting with nbgrader's own exchange classes, ``course collect``, ``course feedback --release``
-and a student fetching their page (course_lib.instructor.exchange)."""
+"""nbgrader's exchange in a temporary course: ``course release --exchange``, real student accounts
+fetching, submitting and fetching feedback with nbgrader's own commands (tests/accounts.py),
+``course collect`` and ``course feedback --release`` (course_lib.instructor.exchange). Hostile
+inbox entries: tests/class_inputs/catalogue.py, run by tests/test_hostile_class.py."""
 import io
+import os
 import re
 import shutil
 import stat
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from course_lib.instructor.course import assignments, nbgrader_config
+from course_lib.instructor.course import assignments
 from course_lib.instructor.exchange import (collect_from_exchange, exchange_root, release_feedback_to_exchange,
                                             release_to_exchange)
 
+from .accounts import Step, accounts, act_as_students  # noqa: F401 (accounts: the session's fixture)
 from .conftest import ASSIGNMENTS, ROOT
 
 ASSIGNMENT = "01_rnn_baselines"
@@ -20,35 +25,29 @@ NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 
 
 @pytest.fixture
-def course(tmp_path):
-    course = tmp_path / "course"
-    course.mkdir()
+def course():
+    """A course the students' accounts can reach (in /tmp), with the students' Jupyter configuration."""
+    course = Path(tempfile.mkdtemp(prefix="course-exchange-"))
+    course.chmod(0o711)
     shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "deploy" / "jupyter" / "student", course / "deploy" / "jupyter" / "student")
     for folder in ("solutions", "notebooks"):
         (course / folder / ASSIGNMENT).mkdir(parents=True)
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"# {folder}")])
         nbformat.write(notebook, course / folder / ASSIGNMENT / NOTEBOOK)
-    return course
+    yield course
+    shutil.rmtree(course, ignore_errors=True)
 
 
-def as_student(course, home, student, step):
-    """One of nbgrader's student-side exchange steps (FetchAssignment, Submit, FetchFeedback), as
-    the Assignments tab runs it, with ``home`` as the student's folder."""
-    from nbgrader.auth import Authenticator
-    from nbgrader.coursedir import CourseDirectory
-    from nbgrader.exchange import ExchangeFactory
-    from nbgrader.utils import capture_log
-
-    config = nbgrader_config(course, CourseDirectory={"root": str(home), "student_id": student},
-                             Exchange={"assignment_dir": str(home), "cache": str(home / "nbgrader_cache")})
-    coursedir = CourseDirectory(config=config, assignment_id=ASSIGNMENT)
-    app = getattr(ExchangeFactory(config=config), step)(coursedir=coursedir, authenticator=Authenticator(config=config),
-                                                        config=config)
-    result = capture_log(app)
-    assert result["success"], result.get("log") or result.get("error")
+def nbgrader_as(login: str, *argv: str) -> Step:
+    """A student's nbgrader command (fetch_assignment, fetch_feedback), as the Assignments tab runs it."""
+    return Step(login, code=("from nbgrader.apps.nbgraderapp import NbGraderApp\n"
+                             f"try:\n    NbGraderApp.launch_instance(argv={list(argv)!r})\n"
+                             "except SystemExit as exit:\n    assert not exit.code, exit.code\n"))
 
 
-def test_release_fetch_submit_collect_and_feedback_through_the_exchange(course, tmp_path):
+def test_release_fetch_submit_collect_and_feedback_through_the_exchange(course, accounts):
+    alice, bob = accounts.make("e", 2)
     assignment = assignments(course, [ASSIGNMENT])[0]
     out = io.StringIO()
     release_to_exchange(assignment, out)
@@ -57,39 +56,43 @@ def test_release_fetch_submit_collect_and_feedback_through_the_exchange(course, 
     assert (exchange / "outbound" / ASSIGNMENT / NOTEBOOK).is_file()
     assert stat.S_IMODE((exchange / "inbound").stat().st_mode) & 0o777 == 0o733  # students cannot list others'
 
-    homes = {student: tmp_path / "home" / student for student in ("alice", "bob")}
-    for student, home in homes.items():
-        home.mkdir(parents=True)
-        as_student(course, home, student, "FetchAssignment")
-        fetched = home / ASSIGNMENT / NOTEBOOK
-        notebook = nbformat.read(fetched, as_version=4)
-        notebook.cells[0].source = f"answer = {student!r}"
-        nbformat.write(notebook, fetched)
-        as_student(course, home, student, "Submit")
+    for done in act_as_students(accounts.python, course, [nbgrader_as(login, "fetch_assignment", ASSIGNMENT)
+                                                          for login in (alice, bob)]):
+        assert done.status == 0, done.log
+    fetched = Path(os.path.expanduser(f"~{alice}")) / ASSIGNMENT / NOTEBOOK
+    assert nbformat.read(fetched, as_version=4).cells[0].source == "# notebooks"
+    answers = {login: nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"answer = {login!r}")]))
+               for login in (alice, bob)}
+    for done in act_as_students(accounts.python, course, [Step(login, ASSIGNMENT, answers[login])
+                                                          for login in (alice, bob)]):
+        assert done.status == 0, done.log
 
-    assert collect_from_exchange(assignment, out) == ["alice", "bob"]
-    assert collect_from_exchange(assignment, out) == []  # nothing newer
-    for student in homes:
-        submission = course / "submitted" / student / ASSIGNMENT
-        assert nbformat.read(submission / NOTEBOOK, as_version=4).cells[0].source == f"answer = {student!r}"
+    assert collect_from_exchange(assignment, out).students == [alice, bob]
+    assert collect_from_exchange(assignment, out).students == []  # nothing newer
+    for login in (alice, bob):
+        submission = course / "submitted" / login / ASSIGNMENT
+        assert nbformat.read(submission / NOTEBOOK, as_version=4).cells[0].source == f"answer = {login!r}"
         assert {"timestamp.txt", "submission_secret.txt"} <= {p.name for p in submission.iterdir()}
 
     # Feedback pages for alice and for carol, whose notebook came from an LMS archive (no secret).
-    for student in ("alice", "carol"):
+    for student in (alice, "carol"):
         page = course / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
         page.parent.mkdir(parents=True)
         page.write_text(f"<p>feedback for {student}</p>")
+        page.chmod(0o600)  # as `course feedback` writes it, under umask 077: released readable all the same
     (course / "submitted" / "carol" / ASSIGNMENT).mkdir(parents=True)
     report = io.StringIO()
     assert release_feedback_to_exchange(assignment, out=report) == 1
-    assert "for 1 student(s): alice" in report.getvalue()
+    assert f"for 1 student(s): {alice}" in report.getvalue()
     assert "not released for 1" in report.getvalue() and "carol" in report.getvalue()
 
-    as_student(course, homes["alice"], "alice", "FetchFeedback")
-    pages = list((homes["alice"] / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
-    assert [p.read_text() for p in pages] == ["<p>feedback for alice</p>"]
-    as_student(course, homes["bob"], "bob", "FetchFeedback")
-    assert not (homes["bob"] / ASSIGNMENT / "feedback").exists()
+    for done in act_as_students(accounts.python, course, [nbgrader_as(login, "fetch_feedback", ASSIGNMENT)
+                                                          for login in (alice, bob)]):
+        assert done.status == 0, done.log
+    homes = {login: Path(os.path.expanduser(f"~{login}")) for login in (alice, bob)}
+    pages = list((homes[alice] / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
+    assert [p.read_text() for p in pages] == [f"<p>feedback for {alice}</p>"]
+    assert not (homes[bob] / ASSIGNMENT / "feedback").exists()
 
 
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])

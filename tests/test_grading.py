@@ -125,3 +125,33 @@ def test_bind_binds_names_for_the_block_and_restores_or_deletes_them():
 
 def grading_reference_softmax(x, dim=-1):
     return torch.softmax(x, dim=dim)
+
+
+def test_forbid_blocks_the_kernels_behind_a_name_however_they_are_reached():
+    """The kernels behind nn.RNNCell and torch.softmax, by any name: torch.X, torch._VF.X,
+    torch.ops.aten.X (and an overload), a name taken before the block; a base class's constructor
+    called on an object made with __new__; and honest code still runs."""
+    x, h, W_e, W_h, b = torch.randn(2, 3), torch.randn(2, 4), torch.randn(4, 3), torch.randn(4, 4), torch.randn(4)
+    captured, base_init = torch.rnn_tanh_cell, torch.nn.RNNBase.__init__
+    kernels = [lambda: torch.rnn_tanh_cell(x, h, W_e, W_h, b), lambda: torch._VF.rnn_tanh_cell(x, h, W_e, W_h, b),
+               lambda: torch.ops.aten.rnn_tanh_cell(x, h, W_e, W_h, b),
+               lambda: torch.ops.aten.rnn_tanh_cell.default(x, h, W_e, W_h, b),
+               lambda: captured(x, h, W_e, W_h, b), lambda: torch.nn.RNNCell(3, 4)(x, h)]
+    with forbid("torch.nn.RNNCell.forward", exercise="rnn_step"):
+        for call in kernels:
+            with pytest.raises(ForbiddenCallError, match=r"\[rnn_step\] your code called"):
+                call()
+        torch.tanh(x @ W_e.T + h @ W_h.T + b)  # the honest route
+    with forbid(*grading.SOFTMAX, exercise="softmax"):
+        for call in (lambda: torch._softmax(x, -1, False), lambda: x.log_softmax(-1),
+                     lambda: torch.ops.aten._softmax(x, -1, False)):
+            with pytest.raises(ForbiddenCallError, match="a kernel of"):
+                call()
+    with forbid("torch.nn.RNN.__init__", exercise="count"):
+        with pytest.raises(ForbiddenCallError):
+            base_init(torch.nn.RNN.__new__(torch.nn.RNN), "RNN_TANH", 3, 4)
+        with pytest.raises(ForbiddenCallError):
+            torch.nn.GRU(3, 4)  # built by the same base class's constructor
+    # all restored
+    assert captured(x, h, W_e, W_h, b).shape == (2, 4) and torch.nn.RNN(3, 4).hidden_size == 4
+    assert torch.ops.aten._softmax(x, -1, False).shape == (2, 3)

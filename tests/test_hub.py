@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 
 from course_lib.instructor import gradebook
-from course_lib.instructor.hub import reachable_by_others
 from course_lib.instructor.submission import source_cells, split_test_cell
 
 from . import browser
+from .accounts import student_python
 from .browser import wait_for
 from .conftest import ROOT
 
@@ -57,28 +57,6 @@ def requirements() -> None:
         browser.unavailable("jupyterhub not installed (pip install -e '.[hub]')")
     if not (ROOT / "build" / "vendor" / "node_modules" / ".bin" / "configurable-http-proxy").is_file():
         browser.unavailable("configurable-http-proxy not installed")
-
-
-def student_python(folder: Path) -> Path:
-    """A Python the students can run that imports this environment's packages.
-
-    The environment's own Python, when they can run it; otherwise (a pyenv Python under /root, as on
-    the machine this was written on) a virtual environment of the system's Python of the same
-    version whose site-packages adds this environment's, and whose Jupyter paths are this one's.
-    """
-    if reachable_by_others(Path(sys.executable)):
-        return Path(sys.executable)
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    system = Path("/usr/bin") / version
-    if not system.is_file():
-        pytest.skip(f"{sys.executable} is private to root and there is no {system} to run the students' servers")
-    subprocess.run([str(system), "-m", "venv", "--without-pip", str(folder)], check=True)
-    site_packages = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
-    (folder / "lib" / version / "site-packages" / "course_environment.pth").write_text(
-        f"import site; site.addsitedir({str(site_packages)!r})\n")
-    for shared in ("etc", "share"):  # JupyterLab's extensions and nbgrader's server extensions
-        (folder / shared).symlink_to(Path(sys.prefix) / shared)
-    return folder / "bin" / "python"
 
 
 def course_command(course: Path, *arguments: str, timeout: float = 300) -> str:
@@ -142,7 +120,10 @@ def hub(tmp_path):
     (course / "build" / "vendor").symlink_to(ROOT / "build" / "vendor")
     (course / "students.csv").write_text("student_id,name\n" + "".join(f"{s},Student {s[-1].upper()}\n"
                                                                         for s in students))
-    python = student_python(course / "build" / "student-python")
+    # outside the course: what the course folder holds is private but for its public entries (access.py)
+    environment = Path(tempfile.mkdtemp(prefix="course-hub-python-"))
+    environment.chmod(0o755)
+    python = student_python(environment / "python")
     port = browser.free_port()
     try:
         started = time.monotonic()
@@ -160,6 +141,7 @@ def hub(tmp_path):
                 continue
             subprocess.run(["userdel", "--remove", student], capture_output=True)
         shutil.rmtree(course, ignore_errors=True)
+        shutil.rmtree(environment, ignore_errors=True)
 
 
 def test_a_term_on_the_hub(hub, tmp_path):

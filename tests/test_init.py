@@ -50,3 +50,18 @@ def test_seed_everything_makes_every_generator_repeat():
     assert draw() == first
     course_lib.seed_everything(8)
     assert draw() != first
+
+
+@pytest.mark.parametrize("chosen, threads", [("laptop", course_lib.LAPTOP_THREADS), ("smoke", 1)])
+def test_laptop_runs_use_the_same_thread_count_on_every_machine(monkeypatch, chosen, threads):
+    """A reduction split over another number of threads sums in another order: the laptop profile
+    fixes the count so that its printed numbers do not depend on the machine's cores; smoke (the
+    grader's sandbox, the suite) keeps the count its caller set."""
+    before = torch.get_num_threads()
+    monkeypatch.setenv("COURSE_PROFILE", chosen)
+    try:
+        torch.set_num_threads(1 if chosen == "smoke" else 5)
+        course_lib.seed_everything(0)
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)

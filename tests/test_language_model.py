@@ -15,7 +15,8 @@ from course_lib.attention import MultiHeadAttention, causal_mask
 from course_lib.gpt import (GPT, CausalSelfAttention, CountingModel, GPTBlock, GPTConfig, KVCache, RMSNorm, SwiGLU,
                             param_count)
 from course_lib.lm_stand_ins import StandInLM
-from course_lib.lm_train import LMTrainConfig, configure_optimizer, cosine_lr, estimate_loss, train_lm, train_step
+from course_lib.lm_train import (LMTrainConfig, configure_optimizer, cosine_lr, estimate_lm_time, estimate_loss, train_lm,
+                                 train_step)
 from course_lib.params import LLAMA_TABLE, decoder_only_param_count, gpt_param_count, llama_param_count
 from course_lib.positional import apply_rope
 from course_lib.sampling import generate, sample_next
@@ -243,6 +244,42 @@ def test_train_lm_learns_a_tiny_text():
     history = train_lm(model, data, data, cfg, progress=False)
     assert history.valid_loss[-1] < 1.2 < math.log(7) and history.step == [40, 80]  # below log V: it learned the characters
     assert estimate_loss(model, data, 16, 4, 2) == pytest.approx(estimate_loss(model, data, 16, 4, 2))
+
+
+def _tiny_lm_run(clock, steps=30, probe=False, **cfg):
+    """A small GPT with dropout trained on a tiny text: (model, history, the time estimate or None)."""
+    data = CharVocab.from_text("abcab" * 10).encode("abcab" * 200)
+    seed_everything(12)
+    model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
+    train_cfg = LMTrainConfig(steps=steps, batch_size=4, context=8, warmup=3, eval_every=10, eval_batches=1, **cfg)
+    estimate = None
+    if probe:
+        before = [p.detach().clone() for p in model.parameters()]
+        estimate = estimate_lm_time(model, data, train_cfg, probe_updates=3, clock=clock)
+        assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    return model, train_lm(model, data, data, train_cfg, progress=False, clock=clock), estimate
+
+
+def _lm_result(history):
+    return history.step, history.train_loss, history.valid_loss, history.stopped_early
+
+
+def test_train_lm_result_does_not_depend_on_the_clock_or_the_probe():
+    """Ten times slower: the same history and weights, ten times the seconds. A time probe first changes nothing."""
+    def clock(seconds_per_reading):
+        readings = iter(range(10**6))
+        return lambda: next(readings) * seconds_per_reading
+
+    fast_model, fast, _ = _tiny_lm_run(clock(0.1))
+    slow_model, slow, estimate = _tiny_lm_run(clock(1.0), probe=True)
+    assert _lm_result(slow) == _lm_result(fast) and fast.step == [10, 20, 30] and fast.stopped_early is None
+    assert all(torch.equal(a, b) for a, b in zip(fast_model.parameters(), slow_model.parameters()))
+    assert slow.seconds == pytest.approx([10 * s for s in fast.seconds])
+    assert fast.seconds[-1] == pytest.approx(30 * 0.1)  # one clock interval per update, evaluation left out
+    assert estimate.updates == 30 and estimate.seconds_per_update == pytest.approx(1.0 / 3)  # 3 updates, 1 s
+
+    _, stopped, _ = _tiny_lm_run(clock(1.0), max_minutes=12 / 60)  # 1 s an update: 12 of the 30 fit
+    assert stopped.step[-1] == 12 and "after 12 of 30 updates" in stopped.stopped_early
 
 
 # ----------------------------------------------------------------------------------------------- data

@@ -172,7 +172,8 @@ def test_moodle_worksheet_is_filled_in_place(course, tmp_path):
         "Participant 12,Bob Brown,bob@uni.example,Submitted for grading,,5.00,Yes,-,,-,Well done\n"
         "Participant 11,Alice Liddell,alice@uni.example,Submitted for grading,,5.00,Yes,-,hi,-,\n"
         "Participant 19,Zoe Zimmer,zoe@uni.example,No submission,,5.00,Yes,-,,-,\n")
-    status, err = _export(course, "moodle", tmp_path / "out", ["a1"], lms_file=export, per_exercise=True)
+    status, err = _export(course, "moodle", tmp_path / "out", ["a1"], lms_file=export, per_exercise=True,
+                          roster=course / "students.csv")
     header, *rows = _read(tmp_path / "out" / "a1.csv")
     assert header[:11] == _read(export)[0] and header[11:] == ["a1 test_x", "a1 test_y"]
     grade = header.index("Grade")
@@ -183,7 +184,7 @@ def test_moodle_worksheet_is_filled_in_place(course, tmp_path):
     assert rows[1][11:] == ["2", "1"]
     assert status == 1
     assert "row 4 (Zoe Zimmer) · a1: not in the gradebook" in err and f"bob · a1: {REVIEW}" in err
-    assert "eve: in the gradebook but has no row in worksheet.csv" in err
+    assert "eve: in the gradebook but not in the roster" in err
     assert "Moodle's maximum grade" not in err
 
 
@@ -192,7 +193,7 @@ def test_moodle_reports_a_different_maximum(course, tmp_path):
     export.write_text("Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
                       "Last modified (submission),Last modified (grade),Feedback comments\n"
                       "Participant 11,Alice Liddell,alice@uni.example,Submitted for grading,,100.00,Yes,-,-,\n")
-    _, err = _export(course, "moodle", tmp_path / "out", ["a1"], lms_file=export)
+    _, err = _export(course, "moodle", tmp_path / "out", ["a1"], lms_file=export, roster=course / "students.csv")
     assert "Moodle's maximum grade is 100.00, ours 5" in err
 
 
@@ -232,3 +233,59 @@ def test_the_command_line(course, tmp_path, monkeypatch, capsys):
     assert tuple(_read(tmp_path / "plain.csv")[0]) == COLUMNS
     assert main(["grades", "--format", "canvas", "--roster", "missing.csv"]) == 2
     assert "missing.csv: cannot be read" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ identity: exact or nothing ----
+
+MOODLE_HEADER = ("Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
+                 "Last modified (submission),Last modified (grade),Feedback comments\n")
+
+
+@pytest.mark.parametrize("ids_only", [False, True], ids=["the roster", "a roster of ids only"])
+def test_a_moodle_email_whose_local_part_is_another_students_id_gets_nothing(course, tmp_path, monkeypatch, capsys,
+                                                                              ids_only):
+    """Zed has no submission; the part before the @ of Zed's address is alice's id. Zed's row stays
+    as it was and alice's grade goes nowhere but alice's own row, found by her full address."""
+    export = tmp_path / "worksheet.csv"
+    export.write_text(MOODLE_HEADER +
+                      "Participant 99,Zed Zorro,alice@elsewhere.example,No submission,,5.00,Yes,-,-,\n"
+                      "Participant 11,Alice Liddell,alice@uni.example,Submitted for grading,,5.00,Yes,-,-,\n")
+    roster = course / "students.csv"
+    if ids_only:
+        roster = tmp_path / "ids.csv"
+        roster.write_text("student_id\nalice\nbob\ncarl\ndana\n")
+    monkeypatch.chdir(course)
+    assert main(["grades", "--format", "moodle", "a1", "--lms-file", str(export), "--out", str(tmp_path / "out"),
+                 "--roster", str(roster)]) == 1
+    header, zed, alice = _read(tmp_path / "out" / "a1.csv")
+    grade = header.index("Grade")
+    assert zed[grade] == ""
+    assert alice[grade] == ("" if ids_only else "3")  # with ids alone, nothing says who alice@uni.example is
+    err = capsys.readouterr().err
+    assert "row 2 (Zed Zorro) · a1: not in the gradebook" in err
+
+
+def test_rows_that_name_two_students_or_contradict_one_are_not_filled(course, tmp_path):
+    """Canvas: a row whose ID is alice's and whose SIS Login ID is bob's; a row whose SIS Login ID is
+    carl's student id (carl's own SIS login is carl.l); two rows for dana. Nothing is written to any
+    of them."""
+    export = tmp_path / "export.csv"
+    export.write_text("Student,ID,SIS User ID,SIS Login ID,Section,a1\n"
+                      "    Points Possible,,,,,5\n"
+                      "Mallory,1001,,bob.l,Lab A,\n"
+                      "Carl Impostor,1999,,carl,Lab B,\n"
+                      "Dana,1004,,,Lab B,\n"
+                      "Dana again,,S4,,Lab B,\n"
+                      "Bob,1002,S2,bob.l,Lab A,\n")
+    status, err = _export(course, "canvas", tmp_path / "canvas.csv", ["a1"], lms_file=export,
+                          roster=course / "students.csv")
+    _, _, mallory, impostor, dana, dana_again, bob = _read(tmp_path / "canvas.csv")
+    assert [mallory[5], impostor[5], dana[5], dana_again[5]] == ["", "", "", ""]
+    assert bob[5] == ""  # bob needs review: his own row, left empty for that reason
+    assert status == 1
+    assert "row 3 (Mallory): names more than one student of the roster (alice by ID; bob by SIS Login ID)" in err
+    # carl's id as a SIS Login ID, when carl has a SIS login of his own (carl.l): nobody
+    assert "row 4 (Carl Impostor) · a1: not in the gradebook" in err
+    assert "row 5 (Dana): rows 5, 6 all identify dana" in err and "row 6 (Dana again)" in err
+    assert "row 7 (Bob)" not in err
+    assert "alice · a1" not in err  # alice's grade written nowhere, and not reported as hers

@@ -1,17 +1,17 @@
+import itertools
 import json
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pytest
 import torch
 from torch import nn
 
-import course_lib.train
-from course_lib import seed_everything
-from course_lib.text import Vocab
+from course_lib import recipes, seed_everything
+from course_lib.order_task import OrderEncoder, OrderTaskConfig, ShiftBatches, shift_loss
+from course_lib.text import BucketedBatches, TranslationData, Vocab
 from course_lib.checkpoints import (CheckpointError, load_checkpoint, read_results, record_results, runs_dir,
                                     save_checkpoint)
-from course_lib.train import History, linear_warmup, pick_device, train
+from course_lib.train import History, TimeEstimate, estimate_time, linear_warmup, pick_device, train
 
 
 @dataclass
@@ -78,17 +78,97 @@ def test_schedule_sets_lr_as_multiplier():
     assert linear_warmup(0)(0) == 1.0 and linear_warmup(10)(100) == 1.0
 
 
-def test_time_budget_stops(monkeypatch):
-    """A fake clock that advances 0.1 s per reading: the budget is counted, not raced against."""
-    readings = iter(range(10**6))
-    monkeypatch.setattr(course_lib.train, "time", SimpleNamespace(perf_counter=lambda: next(readings) * 0.1))
+def fake_clock(seconds_per_reading: float):
+    """A clock that advances by ``seconds_per_reading`` each time it is read: time is counted, not raced."""
+    readings = itertools.count()
+    return lambda: next(readings) * seconds_per_reading
+
+
+def _dropout_run(clock, **kwargs):
+    """A model with dropout (the run draws random numbers) trained for 25 updates on 8 batches an epoch."""
+    seed_everything(0)
+    model = nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.2), nn.Linear(16, 4))
+    opt = torch.optim.Adam(model.parameters(), lr=0.05)
+    history = train(model, toy_batches(), toy_loss, opt, steps=25, schedule=linear_warmup(5), device="cpu",
+                    progress=False, log_every=5, on_eval=lambda m, step: {"w": float(m[0].weight.sum())},
+                    eval_every=10, clock=clock, **kwargs)
+    return model, history
+
+
+def _result(history: History) -> tuple:
+    """What a run learned, without what it measured (tokens/s, minutes)."""
+    return history.step, history.loss, history.grad_norm, history.lr, history.eval, history.stopped_early
+
+
+def test_the_result_does_not_depend_on_the_clock():
+    """A machine ten times slower takes ten times as long for the same updates, the same weights, the same history."""
+    fast_model, fast = _dropout_run(fake_clock(0.1))
+    slow_model, slow = _dropout_run(fake_clock(1.0))
+    assert _result(slow) == _result(fast) and fast.step[-1] == 25 and fast.stopped_early is None
+    for a, b in zip(fast_model.parameters(), slow_model.parameters()):
+        assert torch.equal(a, b)
+    assert slow.minutes == pytest.approx(10 * fast.minutes)  # only the measurements differ
+    assert slow.tokens_per_s == pytest.approx([t / 10 for t in fast.tokens_per_s])
+
+
+def test_the_safety_net_stops_the_run_and_says_so_in_one_line(capsys):
+    _, within = _dropout_run(fake_clock(0.1), max_minutes=1.0)  # 25 updates fit in a minute of this clock
+    assert within.step[-1] == 25 and within.stopped_early is None and capsys.readouterr().err == ""
+    _, stopped = _dropout_run(fake_clock(1.0), max_minutes=0.25)  # 15 s: a clock read or two per update
+    assert stopped.step[-1] < 25 and stopped.eval[-1]["step"] == stopped.step[-1]  # logged and evaluated at the stop
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.strip() == stopped.stopped_early
+    assert f"after {stopped.step[-1]} of 25 updates" in err and "not the 25-update result" in err
+    assert "max_minutes" in err and "COURSE_PROFILE=smoke" in err  # names the setting and the profile that fit
+
+
+def test_steps_are_required():
     model = nn.Linear(4, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    history = train(model, toy_batches(), toy_loss, opt, max_minutes=3 / 60, device="cpu", progress=False)
-    assert 3 / 60 <= history.minutes < 3.5 / 60
-    assert history.step[-1] > 8  # went through several epochs
-    with pytest.raises(ValueError):
-        train(model, toy_batches(), toy_loss, opt, device="cpu")
+    with pytest.raises(TypeError):
+        train(model, toy_batches(), toy_loss, opt, max_minutes=1.0, device="cpu")  # minutes alone are no run
+    with pytest.raises(ValueError, match="at least 1"):
+        train(model, toy_batches(), toy_loss, opt, steps=0, device="cpu")
+
+
+def _translation_setup():
+    """Notebooks 01, 02, 05: a recipe's model (with dropout) on BucketedBatches, whose epoch ends a pass."""
+    data = TranslationData.from_pairs([(f"a {'b ' * (i % 7)}.", f"c {'d ' * (i % 5)}.") for i in range(60)])
+    model, _ = recipes.build("rnn", len(data.src_vocab), len(data.tgt_vocab), "smoke", dropout=0.3)
+    return model, BucketedBatches(data, batch_size=8, seed=0), recipes.loss_function({})
+
+
+def _order_task_setup():
+    """Notebook 04: ShiftBatches, whose epoch advances when a pass starts."""
+    cfg = OrderTaskConfig(d_model=16, d_ff=32, positional="learned")
+    return OrderEncoder(cfg), ShiftBatches(cfg, batch_size=4, n_batches=6, seed=0), shift_loss
+
+
+@pytest.mark.parametrize("setup", [_translation_setup, _order_task_setup])
+def test_estimate_time_measures_a_copy_and_leaves_the_run_unchanged(setup):
+    """The probe trains a copy under a forked random state: the run after it is the run without it."""
+    def run(probe: bool):
+        seed_everything(0)
+        model, batches, loss = setup()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        estimate = None
+        if probe:
+            before = [p.detach().clone() for p in model.parameters()]
+            estimate = estimate_time(model, batches, loss, opt, steps=30, probe_updates=4, device="cpu",
+                                     clock=fake_clock(0.5))
+            assert all(torch.equal(a, b) for a, b in zip(before, model.parameters())) and not opt.state
+            assert batches.epoch == 0
+        history = train(model, batches, loss, opt, steps=30, device="cpu", progress=False, log_every=5)
+        return model, history, estimate
+
+    plain_model, plain, _ = run(probe=False)
+    probed_model, probed, estimate = run(probe=True)
+    assert _result(probed) == _result(plain)
+    assert all(torch.equal(a, b) for a, b in zip(plain_model.parameters(), probed_model.parameters()))
+    # the fake clock is read just before and just after the 4 timed updates: 0.5 s for the 4
+    assert estimate == TimeEstimate(updates=30, seconds_per_update=0.5 / 4, probe_updates=4)
+    assert estimate.minutes == pytest.approx(30 * 0.125 / 60)
+    assert "30 updates: about 0.1 min on this machine" in str(estimate) and "125 ms per update" in str(estimate)
 
 
 def test_on_eval_runs_in_eval_mode():

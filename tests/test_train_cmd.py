@@ -22,6 +22,27 @@ def test_model_names_match_recipes():
         assert set(recipes.HPARAMS[name]) == {"smoke", "laptop", "gpu"}
 
 
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("profile", ["smoke", "laptop", "gpu"])
+def test_every_profile_counts_updates_and_has_no_time_limit(name, profile):
+    """The run, and so the model, is fixed by the profile: no minute budget decides how far it trains."""
+    hp = recipes.hparams(name, profile)
+    assert isinstance(hp["steps"], int) and hp["steps"] > 0
+    assert not any("minutes" in key for key in hp)
+
+
+def test_the_minutes_safety_net_stops_the_run_and_says_so(capsys):
+    """--minutes 0: the safety net is hit after the first update, whatever the machine's speed."""
+    assert course(["train", "--model", "rnn", "--profile", "smoke", "--steps", "5", "--n-train", "200",
+                   "--minutes", "0", "--no-eval", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "rnn: 1 updates" in captured.out
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("stopped by the 0-minute safety net after 1 of 5 updates: this is not the 5-update result")
+    assert "course train --minutes" in line and "COURSE_PROFILE=smoke" in line
+    assert read_results("01_rnn_baselines")["stopped_early"] == line
+
+
 def test_course_train_transformer_writes_checkpoint_and_results(capsys):
     assert course(["train", "--model", "transformer", "--profile", "smoke", "--steps", "3", "--n-train", "300",
                    "--no-progress"]) == 0
@@ -84,9 +105,9 @@ def test_torchrun_ddp_two_cpu_processes(tmp_path):
     assert json.loads((tmp_path / "runs" / "05_transformer" / "results.json").read_text())["world_size"] == 2
 
 
-def test_ddp_requires_steps(monkeypatch):
+def test_ddp_refuses_a_time_limit(monkeypatch):
     from course_lib.distributed import main
 
     monkeypatch.setenv("WORLD_SIZE", "2")
-    with pytest.raises(SystemExit, match="--steps"):  # the laptop profile budgets minutes, which ranks cannot share
-        main(["--model", "rnn", "--profile", "laptop"])
+    with pytest.raises(SystemExit, match="--minutes is for one process"):  # ranks cannot agree on a time
+        main(["--model", "rnn", "--profile", "laptop", "--minutes", "3"])

@@ -233,3 +233,21 @@ def test_feedback_page_escapes_hostile_text():
     text = page(record, {"test_x": "check(1)"}, None)
     text.encode("utf-8")
     assert "<script" not in text and "\x1b" not in text and "\ud800" not in text
+
+
+def test_a_students_error_text_loses_every_hidden_value():
+    """course_lib.instructor.scrub: numbers that show a hidden value (rounded, cut, scaled, as a
+    float32 prints or as it was written), small numbers equal to one, hidden strings and their
+    words, and long encoded runs are replaced; what is also a visible value stays."""
+    import torch
+
+    from course_lib.instructor.scrub import Scrubber
+
+    scrub = Scrubber(hidden=[torch.tensor([0.48172913, 8505.0, 16.0]), -1.5, "the hidden sentence here"],
+                     visible=[torch.tensor([3.0, 4.0, 0.25, 0.4817999]), "visible words"])
+    text = scrub("ValueError: [0.48172913, 0.481729, 4817291, 481.729] 8505 -1.5 in shape (3, 4), 16 rows; "
+                 "the hidden sentence here; sentence; aGVsbG8gd29ybGQ0ODE3MjkxMw== 0.25 0.4817")
+    for gone in ("0.48172913", "0.481729", "4817291", "481.729", "8505", "-1.5", "16 rows", "sentence", "aGVsbG8"):
+        assert gone not in text, (gone, text)
+    for kept in ("ValueError", "(3, 4)", "0.25", "0.4817"):  # visible values (0.4817 shows one of them too)
+        assert kept in text, (kept, text)

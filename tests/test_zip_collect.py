@@ -1,5 +1,6 @@
-"""``course collect --zip``: Canvas and Moodle submission downloads placed by the roster, every
-other file reported (course_lib.instructor.zip_collect, through nbgrader's zip_collect)."""
+"""``course collect --zip``: Canvas and Moodle submission downloads placed by the roster's LMS ids,
+every other file reported (course_lib.instructor.zip_collect). Hostile downloads:
+tests/class_inputs/catalogue.py, run by tests/test_hostile_class.py."""
 import io
 import shutil
 import zipfile
@@ -16,7 +17,7 @@ ASSIGNMENT = "01_rnn_baselines"
 NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 ROSTER = """student_id,name,email,canvas_id,moodle_identifier
 alice,Alice Martin,alice@example.org,1001,
-bob,Bob Dupont,bob@example.org,,
+bob,Bob Dupont,bob@example.org,,5002
 chloe,Chloé Lefèvre,,,Participant 5003
 """
 
@@ -46,37 +47,41 @@ def submitted(course, student):
     return nbformat.read(course / "submitted" / student / ASSIGNMENT / NOTEBOOK, as_version=4).cells[0].source
 
 
-def test_canvas_names_are_placed_by_canvas_id_and_by_name_and_the_rest_is_reported(course, tmp_path):
+def test_canvas_names_are_placed_by_canvas_id_never_by_name_and_the_rest_is_reported(course, tmp_path):
     download = archive(tmp_path / "submissions.zip", {
         f"martinalice_1001_777001_{NOTEBOOK}": notebook("alice"),  # by canvas_id
-        "dupontbob_LATE_2002_777002_01_rnn_baselines-1.ipynb": notebook("bob"),  # late, re-uploaded, by name
+        "martinalice_LATE_1001_777005_01_rnn_baselines-1.ipynb": notebook("alice again"),  # late, re-uploaded
+        "dupontbob_2002_777002_01_rnn_baselines.ipynb": notebook("bob"),  # bob's name, but no canvas_id: not guessed
         "martinalice_1001_777003_notes.pdf": "not a notebook",
         f"unknownstudent_9999_777004_{NOTEBOOK}": notebook("stranger"),
         "README.txt": "an instructor's note inside the archive",
     })
     report = io.StringIO()
     assert collect_zip(course, ASSIGNMENT, download, report) == 1
-    assert submitted(course, "alice") == "answer = 'alice'"
-    assert submitted(course, "bob") == "answer = 'bob'"
+    assert submitted(course, "alice") == "answer = 'alice'"  # the first of two: the re-upload is named
+    assert not (course / "submitted" / "bob").exists()
     text = report.getvalue()
-    assert "placed 2 submission(s)" in text and "alice, bob" in text
-    assert "could not place 3 file(s)" in text
+    assert "placed 1 submission(s)" in text and ": alice\n" in text
+    assert "could not place 5 file(s)" in text
     assert "martinalice_1001_777003_notes.pdf: alice's file 'notes.pdf' is not the assignment's notebook" in text
-    assert "unknownstudent_9999_777004_01_rnn_baselines.ipynb: no student of the roster has canvas_id 9999" in text
+    assert "martinalice_LATE_1001_777005_01_rnn_baselines-1.ipynb: a second 01_rnn_baselines.ipynb of alice" in text
+    assert ("dupontbob_2002_777002_01_rnn_baselines.ipynb: no student of the roster has canvas_id 2002 (the name "
+            "'dupontbob' is bob's, who has no canvas_id: add 2002 to their row of the roster if that is them)") in text
+    assert "unknownstudent_9999_777004_01_rnn_baselines.ipynb: no student of the roster has canvas_id 9999\n" in text
     assert "README.txt: its name is in neither Canvas's nor Moodle's download pattern" in text
 
 
 def test_moodle_flat_and_folder_downloads_are_placed(course, tmp_path):
     download = archive(tmp_path / "moodle.zip", {
-        f"Chloé Lefèvre_5003_assignsubmission_file_{NOTEBOOK}": notebook("chloe"),  # by moodle_id
-        f"Bob Dupont_5002_assignsubmission_file_/{NOTEBOOK}": notebook("bob"),  # folder layout, by name
+        f"Chloé Lefèvre_5003_assignsubmission_file_{NOTEBOOK}": notebook("chloe"),  # the worksheet's "Participant 5003"
+        f"Bob Dupont_5002_assignsubmission_file_/{NOTEBOOK}": notebook("bob"),  # folder layout
         "Bob Dupont_5002_assignsubmission_onlinetext_/onlinetext.html": "<p>typed text</p>",
     })
     report = io.StringIO()
     assert collect_zip(course, ASSIGNMENT, download, report) == 1
     assert submitted(course, "chloe") == "answer = 'chloe'"
     assert submitted(course, "bob") == "answer = 'bob'"
-    assert "onlinetext.html: its name is in neither" in report.getvalue()
+    assert "onlinetext.html: Moodle's onlinetext submission, not an uploaded file" in report.getvalue()
 
 
 def test_an_archive_that_places_everything_returns_zero_and_replaces_an_earlier_submission(course, tmp_path):
@@ -88,13 +93,13 @@ def test_an_archive_that_places_everything_returns_zero_and_replaces_an_earlier_
     assert submitted(course, "alice") == "answer = 'again'"
 
 
-def test_two_students_with_one_name_and_no_lms_id_are_not_guessed(course, tmp_path):
-    (course / "students.csv").write_text(ROSTER + "bob2,Bob Dupont,,,\n", encoding="utf-8")
-    download = archive(tmp_path / "twins.zip", {f"dupontbob_2002_1_{NOTEBOOK}": notebook("which bob?")})
+def test_two_students_with_one_lms_id_are_not_guessed(course, tmp_path):
+    (course / "students.csv").write_text(ROSTER + "bob2,Bob Dupont,,,5002\n", encoding="utf-8")
+    download = archive(tmp_path / "twins.zip", {f"Bob Dupont_5002_assignsubmission_file_{NOTEBOOK}": notebook("?")})
     report = io.StringIO()
     assert collect_zip(course, ASSIGNMENT, download, report) == 1
     assert not (course / "submitted").exists()
-    assert "2 students of the roster are called 'dupontbob'" in report.getvalue()
+    assert "2 students of the roster have moodle_identifier 5002 (bob, bob2)" in report.getvalue()
 
 
 def test_a_roster_without_student_ids_is_refused(course, tmp_path):

@@ -1,13 +1,16 @@
 """The warm runner (course_lib/instructor/zygote.py): runs forked from one zygote share nothing.
 
 One zygote per batch slot imports torch once and forks every student's run; what one run leaves
-behind (a detached process, files in the scratch folder or /dev/shm, extra files beside its outbox)
-must be gone before the next run starts, and the zygote itself must be out of the run's reach.
+behind (a detached process, files in the scratch folder or /dev/shm, a folder it made unreadable,
+extra files beside its outbox) must be gone before the next run starts, what would outlive every
+process unseen (SysV IPC, files in the sandbox's own /, /etc or /dev) must be impossible, and the
+zygote itself must be out of the run's reach.
 """
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
 
@@ -21,16 +24,26 @@ from course_lib.instructor.sandbox import Limits, Sandbox
 pytestmark = [pytest.mark.skipif(not shutil.which("bwrap"), reason="bubblewrap (bwrap) is not installed"),
               pytest.mark.notebook]
 
-LIMITS = Limits(cell_s=60.0, wall_s=120.0)
+LIMITS = Limits(cell_s=60.0, student_s=120.0)
 
 LEAVE_TRACES = '''
-import os, subprocess, sys
+import ctypes, os, subprocess, sys
 open("/sandbox/work/left-behind.txt", "w").write("the previous student's answer")
-for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt"):  # refused to a root grader's slot user
+os.makedirs("/sandbox/work/locked/inside")
+open("/sandbox/work/locked/inside/answer.txt", "w").write("the previous student's answer")
+os.chmod("/sandbox/work/locked/inside", 0)
+os.chmod("/sandbox/work/locked", 0)
+written = []
+for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt", "/left-behind.txt", "/etc/left-behind.txt",
+                  "/dev/left-behind.txt"):
     try:
         open(elsewhere, "w").write("the previous student's answer")
+        written.append(elsewhere)
     except OSError:
         pass
+print("WRITTEN " + " ".join(written))
+libc = ctypes.CDLL(None, use_errno=True)
+print("SYSV", libc.shmget(0x7E57, 1 << 20, 0o1666), libc.msgget(0x7E57, 0o1666), libc.semget(0x7E57, 1, 0o1666))
 subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)  # survivor"],
                  start_new_session=True)
 print("traces left")
@@ -38,15 +51,16 @@ print("traces left")
 
 HANG = '''
 import subprocess, sys, time
-subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)  # hung-run"])
+subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.1)  # hung-run-{marker}"])
 while True:
-    time.sleep(0.1)
+    {hang}
 '''
 
 LOOK_AROUND = '''
 import json, os
 seen = {"work": sorted(os.listdir("/sandbox/work")), "shm": sorted(os.listdir("/dev/shm")),
-        "sandbox": sorted(os.listdir("/sandbox")), "processes": []}
+        "sandbox": sorted(os.listdir("/sandbox")), "root": sorted(os.listdir("/")), "processes": [],
+        "sysv": [len(open(f"/proc/sysvipc/{kind}").readlines()) - 1 for kind in ("shm", "msg", "sem")]}
 for pid in os.listdir("/proc"):
     if pid.isdigit() and int(pid) != os.getpid():
         try:
@@ -93,20 +107,28 @@ def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
         assert sandbox.zygotes[0] is zygote and zygote.alive(), "the second run did not reuse the warm zygote"
     assert second.failure is None and second.steps[0]["ok"], (second.failure, second.steps, second.log)
     seen = json.loads(second.log.split("SEEN ", 1)[1].splitlines()[0])
-    assert "left-behind.txt" not in seen["work"] and seen["shm"] == [], seen
-    assert sorted(seen["sandbox"]) == ["in", "out", "work"], seen
+    assert set(seen["work"]) <= {".ipython", "runs", "tmp"} and seen["shm"] == [], seen  # the runner's own, afresh
+    assert sorted(seen["sandbox"]) == ["in", "out", "work"] and "left-behind.txt" not in seen["root"], seen
+    assert "WRITTEN /dev/shm/left-behind\n" in first.log, "only /dev/shm (wiped) and the scratch folder are writable"
+    assert "SYSV -1 -1 -1" in first.log and seen["sysv"] == [0, 0, 0], "SysV IPC is refused"
     assert not [p for p in seen["processes"] if "survivor" in p], seen["processes"]
     assert seen["zygote_fds"] == "refused", "a run can reach the zygote's descriptors"
     assert not zygote.alive() and not zygote.folder.exists(), "closing the sandbox leaves the zygote behind"
 
 
-def test_a_run_that_breaks_a_limit_takes_the_zygote_with_it(tmp_path, inputs):
+@pytest.mark.parametrize("hang, limit", [("pass", "2 s CPU time limit of one step"),
+                                         ("time.sleep(0.1)", "16 s wall-clock time limit of one step")],
+                         ids=["spins", "sleeps"])
+def test_a_run_that_breaks_a_limit_takes_the_zygote_with_it(tmp_path, inputs, hang, limit):
+    """A step that spins is stopped by its CPU time; one that sleeps, using none, by the wall-clock
+    backstop (three times the CPU limit and 10 s)."""
     with Sandbox() as sandbox:
-        hung = run_plan(sandbox, tmp_path / "hung", _plan(HANG), inputs,
-                        Limits(cell_s=2.0, wall_s=60.0), warm=True)
-        assert hung.steps[0]["ok"] is False and "time limit" in hung.steps[0]["error"], hung.steps
+        marker = secrets.token_hex(4)  # this test's own: the other parametrisation may run at the same time
+        hung = run_plan(sandbox, tmp_path / "hung", _plan(HANG.format(hang=hang, marker=marker)), inputs,
+                        Limits(cell_s=2.0, student_s=60.0), warm=True)
+        assert hung.steps[0]["ok"] is False and limit in hung.steps[0]["error"], hung.steps
         assert hung.attempts == 2, "the run was not started again past the step that hung"
-        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count("hung-run")], \
+        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count(f"hung-run-{marker}")], \
             "the process that hung outlived its run"
         assert sandbox.zygotes[0].alive()  # a new zygote: the one that ran the hung step was killed with it
         after = run_plan(sandbox, tmp_path / "after", _plan("print('fresh')"), inputs, LIMITS, warm=True)

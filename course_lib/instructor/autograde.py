@@ -9,15 +9,22 @@ source notebook's cells run with the student's answer code but without any test 
 course_lib whose references of this assignment are stubbed out (:mod:`.redacted`), then the probes
 replay on the student's definitions. Each run is forked from the slot's zygote (:mod:`.zygote`),
 which imported torch once for the batch, instead of a new Python importing it again. Credit is
-decided here, outside the student's reach: a test cell scores its points when the student's answers on every one of its probes match the solution's
-(:func:`.plain.compare`, at the cell's own tolerance). One bug costs one exercise: a cell that fails
+decided here, outside the student's reach: a test cell scores its points when the student's answers
+on every one of its probes match the solution's (:func:`.plain.compare`, at the cell's own
+tolerance). No probe's input is in the sandbox before its check starts (:class:`.runs.ProbeServer`),
+and what the checks' exercises forbid is blocked whenever the student's code runs. A failed hidden
+check says only what kind of difference it found; a visible one may show values, and the student's
+own error text scrubbed of the hidden checks' values (:mod:`.scrub`). One bug costs one exercise: a cell that fails
 while an exercise it builds on failed too is re-run in a sandbox of its own in which those
 exercises are course_lib's references, as the test cell binds them in the notebook (not when the
-answer that failed is the released stub: a stub fails whatever it builds on). A cell the
-grader cannot re-check, or an answer that uses what its exercise forbids, goes to a person.
+answer that failed is the released stub: a stub fails whatever it builds on). All of one student's
+runs together have one time limit (:class:`.sandbox.Budget`). A cell the grader cannot re-check,
+an answer that uses what its exercise forbids, and an answer cell in which the lint finds a way
+around the grader (:mod:`.lint`) go to a person.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -30,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Iterator, TextIO
 
 import nbformat
 
@@ -39,11 +46,12 @@ from .copies import pasted_references
 from .course import Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
-from .plain import compare, error_message
+from .plain import Mismatch, compare, error_message
 from .redacted import reference_sources
 from .reference import Reference, build_reference, load_result, plan_limits, redacted_for, references_of
 from .runs import Run, run_plan
-from .sandbox import Limits, Sandbox
+from .sandbox import Budget, Limits, Sandbox, describe_exit
+from .scrub import Scrubber, probe_values
 from .submission import (MAX_NOTEBOOK_BYTES, Answers, Cell, Unreadable, answers, cell_ids, graded_plan,
                          read_submission, release_stubs, replay_after, source_cells)
 from .untrusted import Missing, no_links, read_bytes, safe_data, safe_text
@@ -96,6 +104,7 @@ class Context:
     course_lib: Path  # course_lib without this assignment's references (see redacted_for)
     references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
     slots: queue.Queue[int]  # the free sandbox slots: --jobs of them (see _run)
+    scrub: Scrubber  # removes the hidden checks' values from a student's own error text
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}
@@ -161,41 +170,52 @@ def grade_student(context: Context, student: str) -> Result:
     result.reasons += found.flags + pasted_references(found.code, context.references)
     findings = _lint(context, found)
     result.findings = [str(f) for f in findings]
+    result.reasons += [f"{f}: a way around the grader, which no answer needs: a person should look at it"
+                       for f in findings if f.kind == "tamper"]
     workdir = context.work / student
-    run, replayed, waited = _run(context, found, workdir, context.reference.replayed())
+    budget = Budget(context.limits.student_s)  # one for all of this student's runs
+    run, replayed, waited = _run(context, found, workdir, context.reference.replayed(), budget)
     result.seconds = time.monotonic() - started - waited
     if run.failure:
         result.status, result.reasons = FAILED, result.reasons + [run.failure]
         return _with_log(result, run, workdir)
     outcomes = dict(replayed)
     mismatches = {k: _mismatch(context, k, got) for k, got in outcomes.items()}  # compared once per result
+    spent = run.spent
     for number, group in enumerate(cascade_groups(context, mismatches, found), 1):
+        names = ", ".join(c.grade_id for c in group)
+        if spent or budget.spent():  # the cells keep their first verdict, which a person should check
+            result.reasons.append(f"{names}: not graded again with the exercises they build on corrected: "
+                                  "this student's time limit for all of their runs was spent")
+            continue
         rerun, again, queued = _run(context, found, workdir / f"cascade-{number}",
-                                    [k for c in group for k in context.probes_of(c)], bind=True)
+                                    [k for c in group for k in context.probes_of(c)], budget, bind=True)
         waited += queued
+        spent = spent or rerun.spent
         if rerun.failure:  # the cells keep their first verdict, which a person should check
-            result.reasons.append(f"{', '.join(c.grade_id for c in group)}: could not be graded again with the "
-                                  f"exercises they build on corrected: {rerun.failure}")
+            result.reasons.append(f"{names}: could not be graded again with the exercises they build on corrected: "
+                                  f"{rerun.failure}")
         else:
             outcomes.update(again)
             mismatches.update({k: _mismatch(context, k, got) for k, got in again.items()})
     result.seconds = time.monotonic() - started - waited  # this student's own time: no queueing for a slot
     result.checks = _verdicts(context, outcomes, mismatches, findings)
     graded_notebook(assignment.source, found, context.stubs, result.checks, workdir / assignment.release.name)
-    if run.wall:
-        result.reasons.append(f"the whole notebook exceeded its {context.limits.wall_s:g} s time limit")
+    if spent:
+        result.reasons.append(f"the grading {spent}")
     result.reasons += [f"{c.grade_id}: {c.message}" for c in result.checks if c.status == "review"]
     result.score = sum(c.score for c in result.checks)
     result.status = REVIEW if result.reasons else GRADED
     return _with_log(result, run, workdir)
 
 
-def _run(context: Context, found: Answers, workdir: Path, replay: list[int],
+def _run(context: Context, found: Answers, workdir: Path, replay: list[int], budget: Budget,
          bind: bool = False) -> tuple[Run, dict[int, dict], float]:
     """One sandboxed run of the student's notebook (no test cells) replaying ``replay``: the run, each
     probe's record as the runner wrote it (or the reason it has none), and the seconds it waited for
-    a sandbox slot. ``bind``: the dependencies each probe's test cell bound to course_lib's
-    references are bound again, and kept in the redacted course_lib.
+    a sandbox slot. ``budget``: the student's time for all their runs. ``bind``: the dependencies
+    each probe's test cell bound to course_lib's references are bound again, and kept in the
+    redacted course_lib.
     The run holds a sandbox slot only while its sandbox runs: reading and comparing its records
     leaves the slot to another student's run (with --jobs 1, the grader's comparisons of one
     student overlap the next student's run on the other core)."""
@@ -212,18 +232,26 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int],
     slot = context.slots.get()
     queued = time.monotonic() - queued
     try:
-        run = run_plan(context.sandbox, workdir, plan, {**context.files, "probes": context.probe_inputs,
+        run = run_plan(context.sandbox, workdir, plan, {**context.files,
                                                         "probes.json": context.reference.folder / "probes.json"},
                        context.limits, slot, related=context.related(len(cells), replay), course_lib=course_lib,
-                       warm=True)
+                       warm=True, budget=budget, probe_inputs=context.probe_inputs)
     finally:
         context.slots.put(slot)
     records = {}
     for i, k in enumerate(replay):
-        event = run.steps.get(len(cells) + i, {})
-        records[k] = load_result(run.outbox / "replay" / f"{k}.pt") if event.get("ok") else \
-            {"error": str(event.get("error") or "not run: the notebook stopped before it")[:500],
-             "by_grader": bool(event.get("skipped"))}
+        step = len(cells) + i
+        event = run.steps.get(step, {})
+        if step in run.skipped:  # the grader's own words: a limit the step broke, or the notebook stopped
+            records[k] = {"error": run.skipped[step], "by_grader": True}
+        elif isinstance(event.get("exit"), int):  # the check's own process ended (a crash, os._exit)
+            records[k] = {"error": f"not run: {describe_exit(event['exit'], context.limits)}", "by_grader": True}
+        elif event.get("ok"):
+            records[k] = load_result(run.outbox / "replay" / f"{k}.pt")
+        elif event:
+            records[k] = {"error": str(event.get("error") or "an exception")[:500]}
+        else:
+            records[k] = {"error": "not run: the notebook stopped before it", "by_grader": True}
     return run, records, queued
 
 
@@ -259,7 +287,7 @@ def cascade_groups(context: Context, mismatches: dict[int, str | None], found: A
     return [members for members, _, _ in groups]
 
 
-def _mismatch(context: Context, k: int, got: dict | None) -> str | None:
+def _mismatch(context: Context, k: int, got: dict | None) -> Mismatch | None:
     return compare(context.reference.expected(k), got, tuple(context.reference.calls[k]["tolerance"]))
 
 
@@ -285,12 +313,23 @@ def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks:
 
 
 def stage_probe_inputs(reference: Reference, work: Path) -> Path:
-    """The probes' inputs without the solution's results: what each student's sandbox receives."""
+    """The probes' inputs without the solution's results: what the grader hands each student's run,
+    one check at a time (:class:`.runs.ProbeServer`)."""
     staged = work / "_probe_inputs"
     staged.mkdir(parents=True)
     for path in (reference.folder / "probes").glob("*.pkl"):
         shutil.copy(path, staged / path.name)
     return staged
+
+
+def hidden_values(reference: Reference) -> Scrubber:
+    """What the student's own error text must never show: the inputs and results of the hidden
+    checks (the values of the visible ones may stay)."""
+    folder = reference.folder / "probes"
+    sides: dict[bool, list] = {True: [], False: []}
+    for k in reference.replayed():
+        sides[reference.calls[k].get("segment") == "hidden"].extend(probe_values(folder, k))
+    return Scrubber(sides[True], sides[False])
 
 
 def _lint(context: Context, found: Answers) -> list[Finding]:
@@ -303,7 +342,7 @@ def _lint(context: Context, found: Answers) -> list[Finding]:
             for f in lint(grade_id, code, forbidden.get(grade_id, set()), protected)]
 
 
-def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int, str | None],
+def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int, Mismatch | None],
               findings: list[Finding]) -> list[Check]:
     """Each test cell's score, from the grader's own comparison of the student's answers on its probes."""
     owner = context.solution_of()
@@ -321,7 +360,7 @@ def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int,
         for number, k in enumerate(probes, 1):
             mismatch = mismatches[k]
             if mismatch:
-                failure = _message(calls[k], number, len(probes), mismatch, outcomes.get(k))
+                failure = _message(calls[k], number, len(probes), mismatch, outcomes.get(k), context.scrub)
                 break
         called = {owner.get(calls[k]["target"]) for k in probes}
         if failure:
@@ -334,15 +373,35 @@ def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int,
     return checks
 
 
-def _message(call: dict, number: int, total: int, mismatch: str, got: dict | None) -> str:
-    """What the student reads about a failed check: a visible check may quote its inputs and the
-    student's own error message; a hidden one says only what differed (its code and inputs stay
-    with the grader, and an error message of the student's code could quote those inputs)."""
+def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict | None, scrub: Scrubber) -> str:
+    """What the student reads about a failed check. A hidden check names the check and the kind of
+    difference only: its code and inputs stay with the grader, and so do its expected values and
+    the student's own values on its inputs. A visible check may show values, and the student's own
+    error message (scrubbed of anything that could be a hidden check's value: :mod:`.scrub`)."""
     what = call["target"] + (f".{call['method']}" if call.get("method") and call["kind"] == "method" else "")
     if call.get("segment") == "hidden":
-        return f"hidden check {number} of {total} ({what}): {mismatch}"
-    detail = f"\n{error_message(got)}" if isinstance(got, dict) and "error" in got and not got.get("by_grader") else ""
+        return f"hidden check {number} of {total} ({what}): {mismatch.hidden()}"
+    detail = f"\n{scrub(error_message(got))}" if isinstance(got, dict) and "error" in got and not got.get("by_grader") \
+        else ""
     return f"check {number} of {total} ({what}): {mismatch}{detail}"
+
+
+@contextlib.contextmanager
+def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: int = 1,
+          isolated: bool = True) -> Iterator[Context]:
+    """What the graders of one batch share (:class:`Context`): the sandbox with ``jobs`` slots, the
+    solution's probes, the redacted course_lib; the sandbox and its working folder go at the end."""
+    sandbox = Sandbox(isolated)
+    if sandbox.warning:
+        print(f"course: {sandbox.warning}", file=sys.stderr)
+    files = {"files": assignment.release.parent} if assignment.release.parent.is_dir() else {}
+    with sandbox:
+        work = Path(tempfile.mkdtemp(prefix="autograde-", dir=sandbox.scratch))
+        reference = build_reference(assignment, cells, sandbox, limits, files)
+        yield Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
+                      cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
+                      redacted_for(assignment, cells, reference.calls),
+                      reference_sources(references_of(cells, reference.calls)), _slots(jobs), hidden_values(reference))
 
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,
@@ -360,15 +419,11 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
     limits = limits or limits_for(root)
-    sandbox = Sandbox(isolated)
-    if sandbox.warning:
-        print(f"course: {sandbox.warning}", file=sys.stderr)
     cells = source_cells(assignment.source)
     if not any(c.kind == "test" for c in cells):
         raise CourseError(f"{assignment.source}: no graded test cells")
     submitted = root / "submitted"
     names = students or sorted(p.parent.name for p in submitted.glob(f"*/{assignment.id}") if p.is_dir())
-    files = {"files": assignment.release.parent} if assignment.release.parent.is_dir() else {}
     url = gradebook.db_url(root)
     saved = gradebook.backup(root, url)
     print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
@@ -377,17 +432,13 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
                                 {c.grade_id: c.points for c in cells if c.kind == "test"},
                                 [c.grade_id for c in cells if c.kind == "solution"])
     results = []
-    with tempfile.TemporaryDirectory(prefix=f"course-autograde-{assignment.id}-") as work, sandbox:
-        reference = build_reference(assignment, cells, sandbox, limits, files)
+    with batch(assignment, cells, limits, jobs=jobs, isolated=isolated) as context:
+        reference = context.reference
         if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
             in_gradebook = set(gradebook.scores(url, assignment.id))
             results = [kept for name in names
                        if (kept := unchanged(root, assignment, name, reference.folder.name, in_gradebook))]
             names = [name for name in names if name not in {r.student for r in results}]
-        context = Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
-                          cell_ids(assignment.source), Path(work), stage_probe_inputs(reference, Path(work)),
-                          redacted_for(assignment, cells, reference.calls), reference_sources(references_of(cells, reference.calls)),
-                          _slots(jobs))
 
         def graded(student: str) -> Result:
             digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
@@ -404,7 +455,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
             for future in as_completed([pool.submit(graded, name) for name in names]):
                 result = future.result()
                 try:
-                    _save(root, url, assignment, result, Path(work))
+                    save(root, url, assignment, result, context.work)
                 except Exception as error:  # e.g. a locked database: report it, keep grading the others
                     result.status, result.reasons = FAILED, result.reasons + [f"{NOT_SAVED}: {error!r}"]
                 results.append(result)
@@ -423,7 +474,8 @@ def limits_for(root: Path, cell_s: float | None = None, **overrides) -> Limits:
     return dataclasses.replace(Limits(), cell_s=cell_s, **overrides)
 
 
-def _save(root: Path, url: str, assignment: Assignment, result: Result, work: Path) -> None:
+def save(root: Path, url: str, assignment: Assignment, result: Result, work: Path) -> None:
+    """The student's record, graded notebook and log under ``autograded/``, their grades in the gradebook."""
     if result.status == NOT_SUBMITTED:
         return
     folder = root / "autograded" / result.student / assignment.id

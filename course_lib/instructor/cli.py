@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from .. import PROFILES
+from .access import private_by_default
 from .course import CourseError, assignments, find_root
 
 
@@ -68,48 +69,53 @@ def main(argv: list[str] | None = None) -> int:
 
             return train_command(arguments)
         root = find_root()
-        if arguments.step in ("hub", "collect"):
-            return _hub(arguments, root)
-        if arguments.step in ("autograde", "grades", "feedback", "sample", "similarity"):
-            return _grading(arguments, root)
-        selected = assignments(root, arguments.assignments)
-        if arguments.step == "release":
-            from .release import plan_release
-
-            changed = plan_release(selected).apply()
-            for path in changed:
-                print(f"wrote {path.relative_to(root)}")
-            print(f"{len(selected)} assignment(s) released, {len(changed)} file(s) changed")
-            if arguments.exchange:
-                from .exchange import release_to_exchange
-
-                for assignment in selected:
-                    release_to_exchange(assignment)
-            return 0
-        if arguments.step == "check":
-            from .build import check
-
-            return 0 if check(root, selected) else 1
-        if arguments.step == "provenance":
-            from .provenance import provenance
-
-            return provenance(root, selected, arguments.executed)
-        if arguments.step == "slides":
-            from .. import profile
-            from .slides import slides
-
-            return 0 if slides(root, selected, arguments.profile or profile(), root / arguments.out,
-                               pdf=arguments.pdf, cell_timeout=arguments.cell_timeout) else 1
-        from .. import profile
-        from .build import build
-
-        return 0 if build(root, selected, arguments.profile or profile(), cell_timeout=arguments.cell_timeout) else 1
+        with private_by_default(root):  # access.py: the course folder stays private but for its public entries
+            return _step(arguments, root)
     except CourseError as error:
         print(f"course: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)
         return 130
+
+
+def _step(arguments: argparse.Namespace, root) -> int:
+    if arguments.step in ("hub", "collect"):
+        return _hub(arguments, root)
+    if arguments.step in ("autograde", "grades", "feedback", "sample", "similarity"):
+        return _grading(arguments, root)
+    selected = assignments(root, arguments.assignments)
+    if arguments.step == "release":
+        from .release import plan_release
+
+        changed = plan_release(selected).apply()
+        for path in changed:
+            print(f"wrote {path.relative_to(root)}")
+        print(f"{len(selected)} assignment(s) released, {len(changed)} file(s) changed")
+        if arguments.exchange:
+            from .exchange import release_to_exchange
+
+            for assignment in selected:
+                release_to_exchange(assignment)
+        return 0
+    if arguments.step == "check":
+        from .build import check
+
+        return 0 if check(root, selected) else 1
+    if arguments.step == "provenance":
+        from .provenance import provenance
+
+        return provenance(root, selected, arguments.executed)
+    if arguments.step == "slides":
+        from .. import profile
+        from .slides import slides
+
+        return 0 if slides(root, selected, arguments.profile or profile(), root / arguments.out,
+                           pdf=arguments.pdf, cell_timeout=arguments.cell_timeout) else 1
+    from .. import profile
+    from .build import build
+
+    return 0 if build(root, selected, arguments.profile or profile(), cell_timeout=arguments.cell_timeout) else 1
 
 
 def _bench(arguments: list[str]) -> int:
@@ -126,7 +132,8 @@ def _bench(arguments: list[str]) -> int:
         print(f"course: error: {error}", file=sys.stderr)
         return 2
     try:
-        return subprocess.run([sys.executable, "-m", "benchmarks", *arguments], cwd=root).returncode
+        with private_by_default(root):
+            return subprocess.run([sys.executable, "-m", "benchmarks", *arguments], cwd=root).returncode
     except KeyboardInterrupt:
         print("course: interrupted", file=sys.stderr)
         return 130
@@ -146,9 +153,11 @@ def _grading_steps(steps: argparse._SubParsersAction) -> None:
                            help="grade every student again; by default a rerun (say, after an interruption) keeps "
                                 "the grades of submissions unchanged since they were graded by the same tests")
     autograde.add_argument("--cell-timeout", type=float, metavar="S",
-                           help="seconds per cell (default: Execute.timeout of nbgrader_config.py)")
-    autograde.add_argument("--timeout", type=float, default=default.wall_s, metavar="S",
-                           help=f"seconds for one student's whole notebook (default {default.wall_s:g})")
+                           help="CPU seconds per cell or check (default: Execute.timeout of nbgrader_config.py)")
+    autograde.add_argument("--timeout", type=float, default=default.student_s, metavar="S",
+                           help="CPU seconds for all of one student's runs together, the re-runs of checks with "
+                                f"corrected dependencies included (default {default.student_s:g}); wall-clock time "
+                                "is only a backstop, at three times a limit and 10 s")
     autograde.add_argument("--memory", type=float, default=default.memory_bytes / 2**30, metavar="GIB",
                            help=f"memory per student in GiB (default {default.memory_bytes / 2**30:g})")
     autograde.add_argument("--unsafe-no-sandbox", action="store_true",
@@ -196,7 +205,7 @@ def _grading(arguments: argparse.Namespace, root) -> int:
     if arguments.step == "autograde":
         from .autograde import autograde, limits_for, needs_attention
 
-        limits = limits_for(root, cell_s=arguments.cell_timeout, wall_s=arguments.timeout,
+        limits = limits_for(root, cell_s=arguments.cell_timeout, student_s=arguments.timeout,
                             memory_bytes=int(arguments.memory * 2**30))
         results = autograde(root, arguments.assignment, arguments.student, jobs=max(1, arguments.jobs),
                             limits=limits, isolated=not arguments.unsafe_no_sandbox, regrade=arguments.regrade)
@@ -274,8 +283,7 @@ def _hub(arguments: argparse.Namespace, root) -> int:
         return collect_zip(root, arguments.assignment, Path(arguments.zip))
     from .exchange import collect_from_exchange
 
-    collect_from_exchange(assignments(root, [arguments.assignment])[0])
-    return 0
+    return collect_from_exchange(assignments(root, [arguments.assignment])[0]).status
 
 
 if __name__ == "__main__":

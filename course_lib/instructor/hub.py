@@ -4,9 +4,9 @@
 Starting it, as root (the hub starts each user's server as that user):
 - every student of the roster without a Unix account gets one, with a home folder and a random
   password written to ``build/hub/new-passwords.csv`` (readable by root only) to hand out;
-- what only the instructor may read (solutions with their hidden tests, submissions, grades,
-  feedback of others) is made private to its owner;
-- the exchange folder exists, world-writable as nbgrader's exchange requires.
+- the course folder is made private but for what students need (:mod:`.access`, as every
+  ``course`` command does), and the Python environment their servers run is opened to them whole;
+- the exchange folder exists, world-writable with the sticky bit as nbgrader's exchange requires.
 The hub runs in the background; its log, database and process id are under ``build/hub/``.
 """
 from __future__ import annotations
@@ -24,14 +24,11 @@ import urllib.request
 from pathlib import Path
 from typing import TextIO
 
+from .access import apply_access, public_entries, public_entry_of
 from .course import CourseError
-from .exchange import exchange_root
 from .roster import ROSTER, hub_logins
 
 STATE = Path("build") / "hub"
-# Folders and files of the course that hold solutions, hidden tests or other students' work.
-PRIVATE = ("solutions", "submitted", "autograded", "feedback", "gradebook.db", "gradebook-backups",
-           "build/autograde")
 
 
 def _pid(state: Path) -> int | None:
@@ -70,6 +67,23 @@ def create_accounts(logins: list[str], passwords: Path) -> list[str]:
     return new
 
 
+def _public_or_outside(root: Path, path: Path) -> bool:
+    """Whether ``path`` lies outside the course folder or inside one of its public entries."""
+    try:
+        return public_entry_of(root, path) is not None
+    except ValueError:  # not inside the course folder
+        return True
+
+
+def _uid(login: str) -> int | None:
+    import pwd
+
+    try:
+        return pwd.getpwnam(login).pw_uid
+    except KeyError:
+        return None
+
+
 def reachable_by_others(path: Path) -> bool:
     """Whether any user may run ``path``: every folder on its way traversable, the file executable."""
     real = path.resolve()
@@ -99,6 +113,10 @@ def start_hub(root: Path, port: int, instructors: list[str], python: Path | None
         raise CourseError(f"{python.resolve()} cannot be run by the students (a folder on its way is private, "
                           "as with a Python under /root): give `course hub --python` one they can run that "
                           "imports this course's packages")
+    if not _public_or_outside(root, python):
+        raise CourseError(f"{python} is inside the course folder, which students cannot read but for its public "
+                          f"entries ({', '.join(e.path for e in public_entries(root))}): give `course hub --python` "
+                          "the course's .venv or a Python outside the course folder")
     logins = hub_logins(root / ROSTER)
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)  # the hub's database and cookie secret
@@ -106,12 +124,17 @@ def start_hub(root: Path, port: int, instructors: list[str], python: Path | None
     if new:
         print(f"created {len(new)} account(s): {', '.join(new)}; their passwords are in "
               f"{(state / 'new-passwords.csv').relative_to(root)}", file=out)
-    for name in PRIVATE:
-        if (root / name).exists():
-            os.chmod(root / name, 0o700 if (root / name).is_dir() else 0o600)
-    exchange = exchange_root(root)
-    exchange.mkdir(parents=True, exist_ok=True)
-    os.chmod(exchange, 0o777)  # nbgrader's exchange: every user creates their submissions below it
+    access = apply_access(root, open_environment=True)
+    for problem in access.problems:
+        print(f"course hub: warning: {problem}", file=out)
+    if not access.acl:
+        print("course hub: warning: this file system has no POSIX ACLs: files that other tools (git, Jupyter, "
+              "nbgrader) create at the top of the course folder are readable by students until the next `course` "
+              "command", file=out)
+    for instructor in instructors:
+        if _uid(instructor) not in (0, root.stat().st_uid):
+            print(f"course hub: warning: {instructor} does not own the course folder, which is private to its owner: "
+                  "their formgrader cannot read it", file=out)
 
     environment = dict(os.environ, COURSE_ROOT=str(root), COURSE_HUB_STATE=str(state), COURSE_HUB_PORT=str(port),
                        COURSE_HUB_INSTRUCTORS=",".join(instructors),

@@ -1,15 +1,22 @@
 """Static signs that a student's answer cell reaches beyond its exercise.
 
-A heuristic, not a proof: the probes (:mod:`.probes`) are what make wrong answers score nothing.
-The lint decides what the probes cannot: whether a test the probes could not re-check may be
-credited, and whether an answer that matches used what the exercise forbids (an alias of
-``F.scaled_dot_product_attention`` taken before the test escapes ``forbid()``). Honest answers are
-plain tensor code, so every rule below is something they never need.
+A heuristic, not a proof: the probes (:mod:`.probes`) are what make wrong answers score nothing,
+and ``forbid()`` what blocks an exercise's forbidden implementations while its code runs. Guards
+inside the student's own process can always be taken apart (ctypes, the garbage collector, frames,
+names built from strings), so the lint sends every answer that reaches for such a tool to a person
+(a "tamper" finding: status "needs manual review", with the cell and line). It also decides
+whether an answer that matches used what the exercise forbids (a "reference" finding: an alias of
+``F.scaled_dot_product_attention`` imported, a kernel behind a forbidden module spelled out).
+Honest answers are plain tensor code, so every rule below is something they never need; the
+solutions, the alternatives and the bug catalogues raise none.
 """
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
+
+from course_lib.grading import kernel_words, resolve_dotted
 
 from . import pyparse
 
@@ -23,7 +30,12 @@ DYNAMIC_NAMES = {"exec", "eval", "compile", "open", "__import__", "getattr", "se
 TAMPERING_ATTRIBUTES = {"manual_seed", "seed", "seed_everything", "set_rng_state", "set_state", "setstate",
                         "settrace", "setprofile", "set_custom_exc", "events", "input_transformers_cleanup",
                         "input_transformers_post", "ast_transformers", "system", "popen", "fork",
-                        "kill", "environ", "_exit", "run_cell", "user_ns", "_C", "ops", "library", "overrides"}
+                        "kill", "environ", "_exit", "run_cell", "user_ns", "_C", "ops", "library", "overrides",
+                        # the process, its memory and its files, however a module spells them (torch.os, np.sys)
+                        "sys", "os", "subprocess", "builtins", "importlib", "ctypes", "threading", "multiprocessing",
+                        "gc", "inspect", "pickle", "marshal", "mmap", "socket", "signal", "shutil", "pathlib", "io",
+                        "tempfile", "load", "loads", "fromfile", "from_file", "memmap", "loadtxt", "genfromtxt",
+                        "hub", "serialization", "f_globals", "f_locals", "f_back", "f_builtins"}
 NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}  # public despite the underscore
 ALLOWED_DUNDERS = {"__init__", "__name__", "__repr__", "__len__", "__getitem__", "__iter__"}
 
@@ -32,7 +44,8 @@ ALLOWED_DUNDERS = {"__init__", "__name__", "__repr__", "__len__", "__getitem__",
 class Finding:
     cell: str  # grade_id of the answer cell
     line: int
-    kind: str  # "tamper" (can change how anything is graded) or "reference" (uses what a test forbids)
+    kind: str  # "tamper" (a way around the grader: a person looks), "reference" (uses what a test forbids)
+    # or "rebind" (a name of the notebook's own cells defined again: noted, harmless to the grader)
     text: str
 
     def __str__(self) -> str:
@@ -80,6 +93,7 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
     if tree is None:
         return []  # it fails on its own when it runs
     banned = {distinctive(name): name for name in forbidden}
+    kernels = [(name, words) for name in sorted(forbidden) if (words := _kernels(name))]
     found: list[Finding] = []
     # A type hint names a class without running it, and a class is only used when it is built.
     hints = [n.annotation for n in ast.walk(tree) if isinstance(n, (ast.arg, ast.AnnAssign)) and n.annotation] + \
@@ -100,6 +114,8 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
                 for alias in node.names:
                     if alias.name in banned:
                         add(node, "reference", f"imports {alias.name}, which its tests forbid ({banned[alias.name]})")
+                    elif kernel := _kernel_of(alias.name, kernels):
+                        add(node, "reference", f"imports {alias.name}, a kernel of {kernel}, which its tests forbid")
         elif isinstance(node, ast.Name):
             if node.id in DYNAMIC_NAMES or (_dunder(node.id) and node.id not in ALLOWED_DUNDERS):
                 add(node, "tamper", f"uses {node.id}")
@@ -112,6 +128,10 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
                 add(node, "tamper", f"uses .{node.attr}")
             elif node.attr in banned and id(node) not in in_hints and (id(node) in called or not node.attr[:1].isupper()):
                 add(node, "reference", f"uses .{node.attr}, which its tests forbid ({banned[node.attr]})")
+            elif isinstance(node.ctx, ast.Load) and _base_name(node) not in ("self", "cls") and \
+                    not node.attr[:1].isupper() and id(node) not in in_hints and \
+                    (kernel := _kernel_of(node.attr, kernels)):  # a kernel is a function: a class is not one
+                add(node, "reference", f"uses .{node.attr}, a kernel of {kernel}, which its tests forbid")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if _dunder(node.name) and node.name not in ALLOWED_DUNDERS:
                 add(node, "tamper", f"defines {node.name}")
@@ -120,6 +140,9 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _dunder(node.value) \
                 and node.value not in ALLOWED_DUNDERS:
             add(node, "tamper", f"spells {node.value}")  # type("X", (float,), {"__eq__": ...}) and the like
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/") \
+                and len(node.value) > 1:
+            add(node, "tamper", f"spells the path {node.value[:40]!r}")  # the sandbox's files, /dev/shm, /proc ...
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
                 and len(node.args) == 3:
             add(node, "tamper", "builds a class with type()")
@@ -130,9 +153,24 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
         rebound = {node.name} if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else \
             set() if isinstance(node, (ast.Import, ast.ImportFrom)) else \
             {n.id for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-        for name in sorted(rebound & set(protected)):
-            found.append(Finding(cell, node.lineno, "tamper", f"rebinds {name}, which the notebook's own cells define"))
+        for name in sorted(rebound & set(protected)):  # the grader never runs the cells that use them
+            found.append(Finding(cell, node.lineno, "rebind", f"rebinds {name}, which the notebook's own cells define"))
     return sorted(set(found), key=lambda f: (f.line, f.text))
+
+
+@functools.lru_cache(maxsize=256)
+def _kernels(dotted: str) -> tuple[str, ...]:
+    """The words of the torch kernels behind a forbidden name (see :func:`course_lib.grading.kernel_words`)."""
+    try:
+        return tuple(word.replace("_", "") for word in kernel_words(*resolve_dotted(dotted)))
+    except (AttributeError, ImportError):
+        return ()
+
+
+def _kernel_of(name: str, kernels: list[tuple[str, tuple[str, ...]]]) -> str | None:
+    """The forbidden name whose kernel ``name`` is (``rnn_tanh_cell`` of ``torch.nn.RNNCell.forward``)."""
+    flat = name.replace("_", "").lower()
+    return next((dotted for dotted, words in kernels if all(word in flat for word in words)), None)
 
 
 def _allowed_module(module: str) -> bool:

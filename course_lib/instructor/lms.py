@@ -54,11 +54,12 @@ MOODLE_COLUMNS = ("Identifier", "Full name", "Email address", "Status", "Grade",
                   "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments")
 MOODLE_REQUIRED = ("Identifier", "Grade", "Last modified (grade)")  # what Moodle's worksheet import looks up
 MOODLE_SUBMITTED, MOODLE_NO_SUBMISSION = "Submitted for grading", "No submission"
-# LMS column -> roster field that identifies the same student, tried in order.
+# LMS column -> roster field holding the same identity, compared whole. A column's first field is its own;
+# student_id stands in for it only for a roster entry that has none (a roster of ids alone, no roster at all).
 CANVAS_KEYS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"),
                ("SIS Login ID", "student_id"), ("SIS User ID", "student_id"))
-MOODLE_KEYS = (("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address", "student_id"),
-               ("Email address@", "student_id"))  # "@": the part of the address before the @
+MOODLE_KEYS = (("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address", "student_id"))
+MOODLE_PARTICIPANT = re.compile(r"(?:Participant )?(\d+)")  # the worksheet's "Participant 5003"; downloads: 5003
 MAX_SHEET_BYTES = 50 << 20
 
 
@@ -208,27 +209,91 @@ def _roster(grades: Grades, roster_path: Path | None) -> list[dict[str, str]]:
     return roster
 
 
+def moodle_participant(value: str) -> str | None:
+    """Moodle's participant number in ``Participant 5003`` or ``5003``; None for anything else."""
+    match = MOODLE_PARTICIPANT.fullmatch(value.strip())
+    return match[1] if match else None
+
+
+@dataclass(frozen=True)
+class Match:
+    """The roster entry an LMS row belongs to; None and why not, when it is not exactly one."""
+
+    entry: dict[str, str] | None
+    why: str = ""  # empty when no identity column of the row names anyone of the roster
+
+
 class Matcher:
-    """Finds the roster entry of an LMS row by its identity columns (:data:`CANVAS_KEYS`, :data:`MOODLE_KEYS`)."""
+    """The roster entry of each LMS row, by exact equality of its identity columns with the roster's
+    fields (:data:`CANVAS_KEYS`, :data:`MOODLE_KEYS`): never a part of a value (the local part of an
+    e-mail), never a name. A row that names two students, that contradicts the student it names
+    (an ID other than theirs), or that names the same student as another row is matched to nobody,
+    with the reason: a grade is never written on a guess."""
 
     def __init__(self, roster: list[dict[str, str]], keys: tuple[tuple[str, str], ...]):
-        self.keys = keys
-        self.index = {(column, name): {entry[name].casefold(): entry for entry in roster if entry.get(name)}
-                      for column, name in keys}
+        self.roster, self.keys = roster, keys
+        self.own_field = {}  # LMS column -> the roster field that is its own
+        for column, name in keys:
+            self.own_field.setdefault(column, name)
 
-    def find(self, sheet: Sheet, row: list[str]) -> dict[str, str] | None:
+    def match(self, sheet: Sheet) -> list[Match]:
+        found = [self._row(sheet, row) for row in sheet.rows]
+        rows_of: dict[str, list[int]] = {}
+        for number, match in enumerate(found, 2):
+            if match.entry is not None:
+                rows_of.setdefault(match.entry["student_id"], []).append(number)
+        for student, numbers in rows_of.items():
+            if len(numbers) > 1:
+                for number in numbers:
+                    found[number - 2] = Match(None, f"rows {', '.join(map(str, numbers))} all identify {student}: "
+                                                    "none of them is filled")
+        return found
+
+    def _row(self, sheet: Sheet, row: list[str]) -> Match:
+        values = {column: self._value(column, row[sheet.column(column)])
+                  for column in self.own_field if column in sheet.header}
+        by: dict[str, list[str]] = {}  # student -> the columns that name them
         for column, name in self.keys:
-            local_part = column.endswith("@")
-            header = column.rstrip("@")
-            if header not in sheet.header:
-                continue
-            value = row[sheet.column(header)].strip()
-            if local_part:
-                value = value.split("@")[0] if "@" in value else ""
-            entry = self.index[(column, name)].get(value.casefold()) if value else None
-            if entry is not None:
-                return entry
-        return None
+            value = values.get(column)
+            for entry in self.roster if value else ():
+                stands_in = name != self.own_field[column] and entry.get(self.own_field[column], "").strip()
+                if not stands_in and self._value(column, entry.get(name, "")) == value:
+                    by.setdefault(entry["student_id"], []).append(column)
+        if len(by) > 1:
+            return Match(None, "names more than one student of the roster (" + "; ".join(
+                f"{student} by {', '.join(dict.fromkeys(columns))}" for student, columns in sorted(by.items())) +
+                "): not guessed")
+        if not by:
+            return Match(None)
+        student = next(iter(by))
+        entry = next(e for e in self.roster if e["student_id"] == student)
+        for column, name in self.own_field.items():
+            theirs = self._value(column, entry.get(name, ""))
+            if values.get(column) and theirs and values[column] != theirs:
+                return Match(None, f"its {column} {safe_text(row[sheet.column(column)], one_line=True)[:80]} is not "
+                                   f"{student}'s {name} {entry[name]}, though its {', '.join(by[student])} is theirs: "
+                                   "not guessed")
+        return Match(entry)
+
+    @staticmethod
+    def _value(column: str, text: str) -> str:
+        """A cell or roster field as compared: whole, trimmed, case-folded; Moodle's participant number."""
+        text = text.strip()
+        if column == "Identifier":
+            return moodle_participant(text) or text.casefold()
+        return text.casefold()
+
+
+def _report_unmatched(matches: list[Match], sheet: Sheet, label: str, lms_file: Path, problems: list[str]) -> set[int]:
+    """Rows not matched for a reason (two students, a contradiction), each named once; their numbers."""
+    explained = set()
+    for number, match in enumerate(matches, 2):
+        if match.why:
+            row = sheet.rows[number - 2]
+            name = safe_text(row[sheet.column(label)], one_line=True)[:80] if label in sheet.header else ""
+            problems.append(f"{lms_file.name} row {number} ({name}): {match.why}: grade left as it was")
+            explained.add(number)
+    return explained
 
 
 def _normalised(name: str) -> str:
@@ -264,13 +329,15 @@ def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
                        entry.get("section", "")] for entry in roster]
         sheet.rows.insert(0, [CANVAS_POINTS, "", "", "", ""])
         owners = [None] + roster  # each row of a new sheet is the roster entry it was written for
+        explained = set()
     else:
         sheet = read_sheet(lms_file)
         missing = [name for name in CANVAS_COLUMNS if name not in sheet.header]
         if missing:
             raise CourseError(f"{lms_file}: not a Canvas gradebook export (no column {', '.join(missing)})")
-        matcher = Matcher(roster, CANVAS_KEYS)
-        owners = [matcher.find(sheet, row) for row in sheet.rows]
+        matches = Matcher(roster, CANVAS_KEYS).match(sheet)
+        owners = [match.entry for match in matches]
+        explained = _report_unmatched(matches, sheet, "Student", lms_file, grades.problems)
     where = lms_file.name if lms_file else "the sheet"
     student_column = sheet.column("Student")
     targets = [(assignment.id, grade_id, _find_or_add_column(sheet, name, grades.problems, lms_file))
@@ -292,7 +359,7 @@ def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
             used.add(entry["student_id"])
         for assignment, grade_id, column in targets:
             if entry is None:
-                if grade_id is None:
+                if grade_id is None and number not in explained:
                     grades.problems.append(f"{who} · {assignment}: not in the gradebook (no submission): "
                                            "grade left as it was")
                 continue
@@ -325,19 +392,23 @@ def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
             sheet.rows.append([entry.get("moodle_identifier", ""), entry.get("name") or student,
                                entry.get("email", ""), status, "", f"{maximum:g}", "Yes", "", now, ""])
         owners = roster
+        explained = set()
     else:
         sheet = read_sheet(lms_file)
         missing = [name for name in MOODLE_REQUIRED if name not in sheet.header]
         if missing:
             raise CourseError(f"{lms_file}: not a Moodle grading worksheet (no column {', '.join(missing)})")
-        matcher = Matcher(roster, MOODLE_KEYS)
-        owners = [matcher.find(sheet, row) for row in sheet.rows]
+        matches = Matcher(roster, MOODLE_KEYS).match(sheet)
+        owners = [match.entry for match in matches]
+        explained = _report_unmatched(matches, sheet, "Full name", lms_file, grades.problems)
     where = lms_file.name if lms_file else "the sheet"
     grade_column = sheet.column("Grade")
     targets = [(grade_id, _find_or_add_column(sheet, name, grades.problems, lms_file)) for grade_id, name in exercises]
     used, maximum_reported = set(), False
     for number, (row, entry) in enumerate(zip(sheet.rows, owners), 2):
         label = row[sheet.column("Full name")] if "Full name" in sheet.header else row[sheet.column("Identifier")]
+        if entry is None and number in explained:
+            continue
         if entry is None:
             grades.problems.append(f"{where} row {number} ({safe_text(label, one_line=True)[:80]}) · "
                                    f"{assignment}: not in the gradebook (no submission): grade left as it was")

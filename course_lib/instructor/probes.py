@@ -13,8 +13,9 @@ process it cannot touch. Generically over the test cells as the instructor wrote
   checks gradients, and the result in a *plain* form (tensors, numbers, strings, lists, dicts);
 - **replay** (the student's answer cells and the notebook's other cells, in their own sandbox, with
   a course_lib whose references of this assignment are stubbed out: :mod:`.redacted`): the same
-  calls on the student's definitions, results (and gradients, where the cell checks them) saved in
-  plain form;
+  calls on the student's definitions, each call's input handed over by the grader when its check
+  starts (:class:`.runs.ProbeServer`), with everything its exercise forbids blocked
+  (:func:`guard`), results (and gradients, where the cell checks them) saved in plain form;
 - **compare** (the trusted grader, outside: :func:`.plain.compare`): plain results are read with
   ``torch.load(weights_only=True)``, which cannot run code, and compared with the recorded ones.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import io
 import math
 import pickle
 import random
@@ -278,47 +280,31 @@ def reference_name(obj: Any) -> str | None:
 
 # ---------------------------------------------------------------- replay (student's run) ----
 
-def _blocked(*args: Any, **kwargs: Any) -> Any:
-    from course_lib.grading import ForbiddenCallError
-
-    raise ForbiddenCallError("this exercise asks you to write it yourself: the grader blocked a reference "
-                             "implementation")
-
-
 @contextlib.contextmanager
-def blocked(names: list[str], forbid: Any, resolve: Any, allowed: tuple = ()) -> Iterator[None]:
-    """``forbid`` the names, and also swap the code of the Python functions among them, so that an
-    alias taken before the test (``torch.nn.functional.softmax`` kept under another name) is blocked
-    too. A name that no longer exists (a course_lib reference the redacted build stubbed into a class
-    without that method) has nothing left to block, and neither has a reference the test binds as
-    the correct version of a dependency (``allowed``)."""
+def guard(names: list[str], forbid: Any, resolve: Any, exercise: str, allowed: tuple = ()) -> Iterator[None]:
+    """``forbid`` the names (every spelling: see :func:`course_lib.grading.forbid`) while the student's
+    code runs. A name that no longer exists (a course_lib reference the redacted build stubbed into a
+    class without that method) has nothing left to block, and neither has a reference the test binds
+    as the correct version of a dependency (``allowed``)."""
     present = []
-    for dotted in names:
+    for dotted in dict.fromkeys(names):
         try:
             owner, attribute = resolve(dotted)
         except (AttributeError, ImportError):
             continue
         if not any(getattr(owner, attribute, None) is obj for obj in allowed):
-            present.append((dotted, owner, attribute))
-    swapped = []
-    try:
-        for _, owner, attribute in present:
-            function = getattr(owner, attribute, None)
-            if isinstance(function, types.FunctionType) and not function.__code__.co_freevars:
-                swapped.append((function, function.__code__))
-                function.__code__ = _blocked.__code__
-        with forbid(*[dotted for dotted, _, _ in present], exercise="grader's replay"):
-            yield
-    finally:
-        for function, code in swapped:
-            function.__code__ = code
+            present.append(dotted)
+    with forbid(*present, exercise=exercise):
+        yield
 
 
-def replay(index: int, calls: list[dict], folder: Path, captured: dict, namespace: dict, *,
-           forbid: Any, resolve: Any, perturb: bool = False, bind_references: bool = False,
+def replay(index: int, calls: list[dict], inputs: dict[int, bytes], captured: dict, namespace: dict, *,
+           forbid: Any, resolve: Any, guarded: list[str], perturb: bool = False, bind_references: bool = False,
            seed: int | None = None) -> dict:
-    """Run probe ``index`` on the student's definitions; its record in plain form.
+    """Run probe ``index`` on the student's definitions, its inputs (and those of the call that built
+    its object, for a method) unpickled from ``inputs``; its record in plain form.
 
+    ``guarded``: what the exercise forbids, blocked while the call runs.
     ``bind_references``: the graded names the test cell bound to course_lib's references while it
     called the student's function are bound to them again (one bug costs one exercise).
     ``seed``: the call runs from this random state instead of the recorded one (a random answer is
@@ -328,17 +314,17 @@ def replay(index: int, calls: list[dict], folder: Path, captured: dict, namespac
     target = captured.get(meta["target"])
     if target is None:
         return {"error": f"NameError: {meta['target']} is not defined"}
-    snapshot = _load(folder / f"{index}.pkl", captured, namespace)
+    snapshot = _load(inputs[index], captured, namespace)
     restore_gradients(snapshot["args"], snapshot.get("stale_grads", {}))
     references = {name: resolve_object(dotted, resolve) for name, dotted in meta.get("binds", {}).items()} \
         if bind_references else {}
     try:
-        with blocked(meta["forbid"], forbid, resolve, tuple(references.values())), \
+        with guard(guarded, forbid, resolve, "grader's replay", tuple(references.values())), \
                 torch.set_grad_enabled(snapshot["grad"]), \
                 _bound(namespace, captured, references):
             parameters: dict[str, torch.Tensor] = {}
             if meta["kind"] == "method":
-                built = _load(folder / f"{meta['instance']}.pkl", captured, namespace)
+                built = _load(inputs[meta["instance"]], captured, namespace)
                 set_rng_state(built["rng"])
                 obj = target(*built["args"], **built["kwargs"])
                 parameters = _load_state(obj, snapshot["state"])
@@ -362,6 +348,15 @@ def replay(index: int, calls: list[dict], folder: Path, captured: dict, namespac
     except BaseException as error:  # SystemExit and KeyboardInterrupt too: the answer is wrong, the grader goes on
         return describe_error(error)
     return record
+
+
+def exercise_guards(calls: list[dict]) -> dict[str, list[str]]:
+    """Graded name -> every name its tests forbid, in any of its checks: what is blocked whenever that
+    name's code runs (its answer cell, each of its replays), so that no check of it is unguarded."""
+    guards: dict[str, dict[str, None]] = {}
+    for call in calls:
+        guards.setdefault(call["target"], {}).update(dict.fromkeys(call["forbid"]))
+    return {target: list(names) for target, names in guards.items()}
 
 
 def resolve_object(dotted: str, resolve: Any) -> Any:
@@ -418,7 +413,7 @@ def gradients(result: Any, inputs: Any, parameters: dict[str, torch.Tensor]) -> 
     return {"inputs": plain_grads[:len(leaves)], "parameters": dict(zip(names, plain_grads[len(leaves):]))}
 
 
-def _load(path: Path, captured: dict, namespace: dict) -> dict:
+def _load(blob: bytes, captured: dict, namespace: dict) -> dict:
     class Unpickler(pickle.Unpickler):
         def find_class(self, module: str, name: str) -> Any:
             if module == "__main__":
@@ -428,8 +423,7 @@ def _load(path: Path, captured: dict, namespace: dict) -> dict:
                     return namespace[name]
             return super().find_class(module, name)
 
-    with open(path, "rb") as stream:
-        return Unpickler(stream).load()
+    return Unpickler(io.BytesIO(blob)).load()
 
 
 def _load_state(obj: Any, state: dict | None) -> dict[str, torch.Tensor]:

@@ -111,8 +111,11 @@ def redacted_course_lib(names: Iterable[str], cache: Path) -> tuple[Path, list[s
             removed += gone
         target = staging / relative
         target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.chmod(0o755)
         target.write_text(text, encoding="utf-8")
+        target.chmod(0o644)  # read by the sandbox's slot user, whatever the umask of `course` (077)
     (staging / ".removed").write_text("\n".join(removed), encoding="utf-8")
+    (staging / ".removed").chmod(0o644)
     staging.chmod(0o755)
     if folder.exists() and not listing.is_file():  # left half-built by a grader that was stopped
         shutil.rmtree(folder, ignore_errors=True)

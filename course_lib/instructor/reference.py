@@ -92,7 +92,7 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
         return Reference(folder, json.loads((folder / "probes.json").read_text()), usable)
     plan = {"mode": "record", "cells": [c.as_plan() for c in cells], "limits": plan_limits(limits)}
-    with tempfile.TemporaryDirectory(prefix="course-reference-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
         record = run_plan(sandbox, Path(scratch) / "record", plan, files, limits)
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
@@ -102,8 +102,8 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         check = run_plan(sandbox, Path(scratch) / "check",
                          {"mode": "check", "cells": [c.as_plan() for c in check_cells], "limits": plan_limits(limits),
                           "replay": replayable, "replay_after": replay_after(cells, calls, replayable)},
-                         {**files, "probes": record.outbox / "probes", "probes.json": record.outbox / "probes.json"},
-                         limits, course_lib=redacted_for(assignment, cells, calls))
+                         {**files, "probes.json": record.outbox / "probes.json"},
+                         limits, course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
         usable = {}
         for k, call in enumerate(calls):
@@ -128,9 +128,9 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
                                {"mode": "grade", "cells": [c.as_plan() for c in check_cells],
                                 "limits": plan_limits(limits), "replay": sampled, "sampled": sampled,
                                 "replay_after": replay_after(cells, calls, sampled)},
-                               {**files, "probes": record.outbox / "probes",
-                                "probes.json": record.outbox / "probes.json"},
-                               limits, course_lib=redacted_for(assignment, cells, calls))
+                               {**files, "probes.json": record.outbox / "probes.json"},
+                               limits, course_lib=redacted_for(assignment, cells, calls),
+                               probe_inputs=record.outbox / "probes")
             for k in sampled:
                 result = load_result(samples.outbox / "replay" / f"{k}.pt")
                 if isinstance(result, dict) and compare(result, result) is None:
@@ -165,8 +165,8 @@ def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], san
                                                   "limits": plan_limits(limits), "replay": kept,
                                                   "replay_after": replay_after(cells, calls, kept),
                                                   "sampled": [k for k in kept if calls[k].get("sampled")]},
-                   {**files, "probes": recorded / "probes", "probes.json": recorded / "probes.json"}, limits,
-                   course_lib=redacted_for(assignment, cells, calls))
+                   {**files, "probes.json": recorded / "probes.json"}, limits,
+                   course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
     passed = {}
     for i, k in enumerate(kept):
         got = load_result(run.outbox / "replay" / f"{k}.pt") if run.steps.get(len(plan_cells) + i, {}).get("ok") else None

@@ -10,19 +10,31 @@ when recording, the probes. Modes: ``record`` runs the instructor's solution wit
 and replay the probes, ``check`` twice (the second time from another random state). The student's
 code runs in this process, so the parent treats everything here as the student's word, except
 what :func:`.plain.compare` checks itself.
+
+No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
+it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
+(:class:`.runs.ProbeServer`). A hidden check runs in a fork of its own, which asks for its input,
+replays it, writes its result and exits: no process of the student's ever holds two hidden inputs,
+or carries anything from one hidden check to the next. What an exercise forbids is blocked
+whenever its code runs: while its answer cell runs and while each of its checks replays.
 """
 from __future__ import annotations
 
-import functools
 import json
 import os
 import resource
 import shutil
+import socket
+import struct
 import sys
 import time
+import traceback
 from pathlib import Path
 
 MESSAGE_CHARS = 2_000
+REQUEST = struct.Struct("<q")  # the probe asked for
+COUNT = struct.Struct("<I")  # inputs in the answer (0: refused)
+BLOB = struct.Struct("<qQ")  # one input: its probe, its length; then its bytes
 
 
 class Events:
@@ -35,6 +47,36 @@ class Events:
     def emit(self, **event) -> None:
         if os.getpid() == self.pid:
             os.write(self.fd, (json.dumps(event) + "\n").encode())
+
+
+class Inputs:
+    """The probes' inputs, asked of the trusted grader one check at a time (see :class:`.runs.ProbeServer`)."""
+
+    def __init__(self, fd: int):
+        self.channel = socket.socket(fileno=fd)
+
+    def fetch(self, index: int) -> dict[int, bytes]:
+        """Probe ``index``'s pickled input, and that of the call that built its object (a method's)."""
+        self.channel.sendall(REQUEST.pack(index))
+        (count,) = COUNT.unpack(self._exactly(COUNT.size))
+        if count == 0:
+            raise RuntimeError(f"the grader did not hand over the input of check {index}: it hands each check's "
+                               "input over once, when that check starts")
+        blobs = {}
+        for _ in range(count):
+            probe, size = BLOB.unpack(self._exactly(BLOB.size))
+            blobs[probe] = self._exactly(size)
+        return blobs
+
+    def _exactly(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = self.channel.recv(min(left, 1 << 20))
+            if not chunk:
+                raise RuntimeError("the grader closed the channel of the probes' inputs")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
 
 
 def _drop_privileges(uid: int) -> None:
@@ -70,28 +112,25 @@ def _error(result) -> str | None:
     return (f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)[:MESSAGE_CHARS]
 
 
-def _run_cell(shell, cell: dict, step: int, events: Events, recorder, captured: dict, main_pid: int) -> None:
-    """One cell of the plan (a test cell as its visible and hidden parts), its end reported."""
-    events.emit(step=step, start=True)
-    if recorder:
-        recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
-    started = time.perf_counter()
-    for segment, source in cell.get("segments") or [("visible", cell["source"])]:
-        if recorder:
-            recorder.segment = segment
-        result = shell.run_cell(source, store_history=False)
-        if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
-            os._exit(0)
-        if _error(result):
-            break
-    if recorder:
-        recorder.cell = None
-    if cell["kind"] == "solution":
-        captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
-        if recorder:
-            recorder.wrap(shell.user_ns, cell["names"])
-    error = _error(result)
-    events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+def _in_fork(work) -> int:
+    """Run ``work`` in a child process and wait for it: its exit status (negative: the signal that
+    ended it). The child never comes back here, whatever the student's code does in it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            work()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 def main(argv: list[str]) -> int:
@@ -118,6 +157,9 @@ def main(argv: list[str]) -> int:
 
     from . import probes
 
+    # Everything the grading needs, bound here before any student code runs: rebinding the modules'
+    # names afterwards changes nothing the runner calls.
+    replay, guard, save = probes.replay, probes.guard, torch.save
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recorder = probes.Recorder() if plan["mode"] == "record" else None
     if recorder:
@@ -126,9 +168,56 @@ def main(argv: list[str]) -> int:
     skip = {int(step): why for step, why in plan.get("skip", {}).items()}
     captured: dict = {}
     calls = None if recorder else json.loads((inbox / "probes.json").read_text(encoding="utf-8"))
+    guards = {} if recorder else probes.exercise_guards(calls)
+    inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
     (outbox / "replay").mkdir(exist_ok=True)
     last = len(plan["cells"]) - 1
     after = {int(k): v for k, v in plan.get("replay_after", {}).items()}
+
+    def run_cell(cell: dict, step: int) -> None:
+        """One cell of the plan (a test cell as its visible and hidden parts), its end reported; an
+        answer cell runs with what its exercises forbid blocked."""
+        events.emit(step=step, start=True)
+        if recorder:
+            recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
+        started = time.perf_counter()
+        names = [name for target in cell["names"] for name in guards.get(target, [])] \
+            if cell["kind"] == "solution" else []
+        for segment, source in cell.get("segments") or [("visible", cell["source"])]:
+            if recorder:
+                recorder.segment = segment
+            with guard(names, forbid, resolve_dotted, f"answer cell {cell['grade_id']}"):
+                result = shell.run_cell(source, store_history=False)
+                if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
+                    os._exit(0)
+            if _error(result):
+                break
+        if recorder:
+            recorder.cell = None
+        if cell["kind"] == "solution":
+            captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
+            if recorder:
+                recorder.wrap(shell.user_ns, cell["names"])
+        error = _error(result)
+        events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+
+    def check(index: int) -> None:
+        """Replay probe ``index`` (from several random states when it is random, and once more from
+        another in check mode) and save what it gave."""
+        process = os.getpid()
+        given = inputs.fetch(index)
+        once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
+                                        resolve=resolve_dotted, guarded=guards.get(calls[index]["target"], []),
+                                        bind_references=plan.get("bind", False), **options)
+        if index in plan.get("sampled", []):  # a random answer: its results from several seeds
+            record = {"samples": [once(seed=seed) for seed in probes.SAMPLE_SEEDS]}
+        else:
+            record = once()
+        if os.getpid() != process:  # a fork of the student's code came back here: it must stop
+            os._exit(0)
+        save(record, outbox / "replay" / f"{index}.pt")
+        if plan["mode"] == "check":
+            save(once(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
 
     def replay_after(position: int) -> None:
         """The probes whose test cell stood right after plan step ``position``."""
@@ -140,17 +229,15 @@ def main(argv: list[str]) -> int:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
                 continue
             events.emit(step=step, start=True)
-            replay = functools.partial(probes.replay, index, calls, inbox / "probes", captured, shell.user_ns,
-                                       forbid=forbid, resolve=resolve_dotted, bind_references=plan.get("bind", False))
-            if index in plan.get("sampled", []):  # a random answer: its results from several seeds
-                record = {"samples": [replay(seed=seed) for seed in probes.SAMPLE_SEEDS]}
+            if calls[index].get("segment") == "hidden":
+                status = _in_fork(lambda: check(index))
+                if status:  # the parent says what ended it (a signal, an exit status)
+                    events.emit(step=step, ok=False, exit=status)
+                    continue
             else:
-                record = replay()
-            if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
-                os._exit(0)
-            torch.save(record, outbox / "replay" / f"{index}.pt")
-            if plan["mode"] == "check":
-                torch.save(replay(perturb=True), outbox / "replay" / f"{index}.perturbed.pt")
+                check(index)
+                if os.getpid() != main_pid:
+                    os._exit(0)
             events.emit(step=step, ok=True)
 
     if not recorder:
@@ -159,7 +246,7 @@ def main(argv: list[str]) -> int:
         if step in skip:
             events.emit(step=step, ok=False, error=skip[step], skipped=True)
         else:
-            _run_cell(shell, cell, step, events, recorder, captured, main_pid)
+            run_cell(cell, step)
         if not recorder:
             replay_after(step)
     sys.stdout.flush()

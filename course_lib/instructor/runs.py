@@ -1,7 +1,7 @@
 """One sandboxed run of a plan of cells, resumed past every cell that crashes or hangs.
 
 The runner reports each step's start and end in ``events.jsonl``; the parent times the running step
-from it. The parent creates that file itself before each run and reads it through the descriptor it
+from it, in CPU seconds of the sandbox (a wall-clock backstop aside: :func:`.sandbox.backstop`). The parent creates that file itself before each run and reads it through the descriptor it
 keeps, so whatever the student's code later puts at its path (a FIFO, a link) changes nothing it
 reads; everything else read back from the outbox goes through :mod:`.untrusted`. When a step
 breaks a limit or kills the process, the plan runs again from the start with that step skipped and
@@ -9,17 +9,19 @@ its reason recorded, so one bad function costs only the tests that call it.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
+import socket
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .sandbox import INBOX, OUTBOX, RUNNER, Limits, Sandbox, describe_end
+from .runner import BLOB, COUNT, REQUEST
+from .sandbox import INBOX, OUTBOX, RUNNER, Budget, Limits, Sandbox, Stop, backstop, describe_end, measured
 from .untrusted import Unreadable, read_fd, read_range, safe_data
 
 MAX_ATTEMPTS = 8
@@ -32,14 +34,16 @@ class Run:
     outbox: Path
     steps: dict[int, dict] = field(default_factory=dict)  # step -> its end event (ok, error, skipped)
     failure: str | None = None  # the run could not even start: nothing was graded
-    wall: bool = False  # the whole-notebook time limit cut it short
+    spent: str = ""  # the student's time limit for all their runs cut it short: what it said
+    skipped: dict[int, str] = field(default_factory=dict)  # step -> why the grader did not run it
     seconds: float = 0.0
     attempts: int = 0
     log: str = ""
 
 
 class StepWatch:
-    """Reads new events as they come and says "step" when the running step is over its time.
+    """Reads new events as they come and stops the running step once it is over its time: its CPU
+    seconds (the limit), or its wall-clock seconds (a backstop for code that sleeps).
 
     It creates ``path`` (which must not exist yet: the outbox is fresh) before the sandbox starts
     and keeps it open: the runner appends to that file, and the parent reads that file through its
@@ -54,7 +58,8 @@ class StepWatch:
         self.offset, self.buffer = 0, b""
         self.events: list[dict] = []
         self.running: int | None = None
-        self.since = time.monotonic()
+        self.since = (0.0, 0.0)  # the run's (CPU, wall-clock) seconds when the running step started
+        self.now = (0.0, 0.0)
 
     def _read(self) -> None:
         while self.fd is not None and self.offset < MAX_EVENTS_BYTES:
@@ -70,17 +75,23 @@ class StepWatch:
         for event in events:
             self.events.append(event)
             if event.get("start"):
-                self.running, self.since = event.get("step"), time.monotonic()
+                self.running, self.since = event.get("step"), self.now
             elif "ok" in event and event.get("step") == self.running:
                 self.running = None
 
-    def __call__(self) -> str | None:
+    def __call__(self, cpu: float, wall: float) -> Stop | None:
+        self.now = (cpu, wall)
         try:
             self._read()
         except Unreadable:  # a read over its deadline: try again at the next poll
             pass
-        if self.running is not None and time.monotonic() - self.since > self.limit_s:
-            return "step"
+        if self.running is None:
+            return None
+        step_cpu, step_wall = cpu - self.since[0], wall - self.since[1]
+        if step_cpu > self.limit_s:
+            return Stop("step", measured(step_cpu, step_wall))
+        if step_wall > backstop(self.limit_s):
+            return Stop("step-wall", measured(step_cpu, step_wall))
         return None
 
     def finish(self) -> list[dict]:
@@ -94,6 +105,50 @@ class StepWatch:
             os.close(self.fd)
             self.fd, self.buffer = None, b""
         return self.events
+
+
+class ProbeServer:
+    """Hands a run the probes' inputs one check at a time, over the channel the sandbox gives it
+    (``--channel-fd``; :class:`.runner.Inputs` asks).
+
+    Each probe of the run's plan is handed over once, when the runner asks for it as its check
+    starts (a method's probe comes with the input of the call that built its object): no input of a
+    hidden check is anywhere in the sandbox before that check runs, and once a check has started it
+    cannot start again in the same run. A request for anything else is refused (an empty answer).
+    """
+
+    def __init__(self, folder: Path, calls: list[dict], replay: list[int]):
+        self.folder, self.calls = folder, calls
+        self.left = set(replay)
+
+    def __call__(self, channel: socket.socket) -> None:
+        while True:
+            request = _exactly(channel, REQUEST.size)
+            if request is None:
+                return
+            (index,) = REQUEST.unpack(request)
+            if index not in self.left:
+                channel.sendall(COUNT.pack(0))
+                continue
+            self.left.discard(index)
+            wanted = [index] + ([self.calls[index]["instance"]] if self.calls[index]["kind"] == "method" else [])
+            blobs = [(k, (self.folder / f"{k}.pkl").read_bytes()) for k in wanted]
+            channel.sendall(COUNT.pack(len(blobs)))
+            for k, blob in blobs:
+                channel.sendall(BLOB.pack(k, len(blob)))
+                channel.sendall(blob)
+
+
+def _exactly(channel: socket.socket, size: int) -> bytes | None:
+    """``size`` bytes from the run; None when it closed its end first."""
+    chunks, left = [], size
+    while left:
+        chunk = channel.recv(left)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _parse(lines: list[bytes]) -> list[dict]:
@@ -120,24 +175,31 @@ def read_events(path: Path) -> list[dict]:
 
 def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path], limits: Limits,
              slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
-             course_lib: Path | None = None, warm: bool = False) -> Run:
+             course_lib: Path | None = None, warm: bool = False, budget: Budget | None = None,
+             probe_inputs: Path | None = None) -> Run:
     """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder), with
     ``course_lib`` (a redacted copy) in place of the installed package when given; ``warm``: in the
-    slot's zygote (see :meth:`.Sandbox.run`).
+    slot's zygote (see :meth:`.Sandbox.run`). ``budget``: the student's time for all their runs
+    (by default this run's own, of ``limits.student_s``). ``probe_inputs``: the folder of the
+    probes' pickled inputs (``<k>.pkl``), handed to the run one check at a time (:class:`ProbeServer`),
+    never put in its inbox.
 
     ``related(step)`` names the steps to skip along with a step that broke the process (the
     replays of a test cell that crashed, the other replays of a function that crashed).
     """
     inbox = workdir / "in"
     inbox.mkdir(parents=True, exist_ok=True)
-    # Hard links instead of copies (thousands of probe files per run) where the run cannot write to
-    # them: a read-only inbox, or a root grader whose runs drop to a slot user.
+    # Hard links instead of copies where the run cannot write to them: a read-only inbox, or a root
+    # grader whose runs drop to a slot user.
     copy = _link_or_copy if sandbox.isolated and (sandbox.root or not warm) else shutil.copy2
     for name, path in inputs.items():
         if path.is_dir():
             shutil.copytree(path, inbox / name, dirs_exist_ok=True, copy_function=copy)
         else:
             shutil.copy(path, inbox / name)
+    _readable_by_the_sandbox(inbox)
+    budget = budget or Budget(limits.student_s)
+    calls = json.loads((inbox / "probes.json").read_text(encoding="utf-8")) if probe_inputs is not None else []
     steps = len(plan["cells"]) + len(plan.get("replay", []))
     skip: dict[int, str] = {}
     started = time.monotonic()
@@ -148,15 +210,16 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
         run.outbox.mkdir()
         (inbox / "plan.json").write_text(json.dumps({**plan, "skip": {str(k): v for k, v in skip.items()}}),
                                          encoding="utf-8")
-        remaining = limits.wall_s - (time.monotonic() - started)
+        os.chmod(inbox / "plan.json", 0o644)
         watch = StepWatch(run.outbox / "events.jsonl", limits.cell_s)
+        server = ProbeServer(probe_inputs, calls, plan.get("replay", [])) if probe_inputs is not None else None
         try:
             ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
-                                limits=dataclasses.replace(limits, wall_s=max(remaining, 1.0)), watch=watch,
-                                course_lib=course_lib, warm=warm)
+                                limits=limits, watch=watch, course_lib=course_lib, warm=warm, budget=budget,
+                                channel=server)
         finally:
             events = watch.finish()
-        run.attempts, run.log = attempt, _tail(workdir / "log.txt")
+        run.attempts, run.log, run.skipped = attempt, _tail(workdir / "log.txt"), dict(skip)
         run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
         started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]
         culprit = started_steps[-1] if started_steps and started_steps[-1] not in run.steps else None
@@ -172,12 +235,26 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: dict, inputs: dict[str, Path
         skip[culprit] = f"not run: {describe_end(ended, limits)}"
         for step in related(culprit):
             skip.setdefault(step, f"not run: step {culprit} {describe_end(ended, limits)}")
-        if ended.why == "wall":
+        if ended.why in ("budget", "budget-wall"):
             run.steps[culprit] = {"step": culprit, "ok": False, "error": skip[culprit], "skipped": True}
-            run.wall = True
+            run.skipped, run.spent = dict(skip), describe_end(ended, limits)
             break
     run.seconds = time.monotonic() - started
     return run
+
+
+def _readable_by_the_sandbox(inbox: Path) -> None:
+    """Every folder of the inbox 0755 and every file 0644, whatever the umask: a root grader's runs
+    drop to a slot user who owns none of it, and `course` runs with umask 077 (access.py). The inbox
+    lies inside the course's private build/ folder, which that user reaches only through the
+    sandbox's bind mount."""
+    for folder, _, names in os.walk(inbox):
+        os.chmod(folder, 0o755)
+        for name in names:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode) and stat.S_IMODE(mode) != 0o644:
+                os.chmod(path, 0o644)
 
 
 def _link_or_copy(source: str, target: str) -> str:

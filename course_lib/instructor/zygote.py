@@ -14,16 +14,19 @@ What keeps one student from reaching the next through the shared process:
   the parent which course_lib files it imported, and the parent changes the mounted copy between
   runs (for a cascade run, which keeps some references) only where the zygote imported nothing;
 - after each run it kills every other process of the sandbox (survivors of the student included)
-  before it answers, and empties the scratch folder and ``/dev/shm``, so the next child finds
-  nothing a previous one left;
+  before it answers, and empties the scratch folder and ``/dev/shm`` (the only places in the
+  sandbox the run could write besides its outbox, which the parent takes away), so the next child
+  finds nothing a previous one left; a folder it cannot empty counts as a run it could not clear;
 - it is not dumpable, so a child with its user id can neither trace it nor open its descriptors;
 - the trusted parent (:class:`.sandbox.Sandbox`) moves each run's inbox and outbox in and out of the
   one folder the sandbox sees, measures the limits as before, and kills the whole sandbox (the
   zygote with it) whenever a run breaks one; the next run then starts a fresh zygote.
 
 The protocol, on a ``SOCK_SEQPACKET`` socket: the zygote says ``{"ready": pid}``; the parent sends
-``{"args": [...]}`` with the write end of the run's output pipe attached; the zygote answers
-``{"returncode": n}`` once the run and the sweep are over (negative: killed by that signal).
+``{"args": [...]}`` with the write end of the run's output pipe attached, and the run's end of the
+channel of the probes' inputs when it has one (passed on as ``--channel-fd``); the zygote answers
+``{"returncode": n, "clean": bool}`` once the run and the sweep are over (negative: killed by that
+signal).
 """
 from __future__ import annotations
 
@@ -91,7 +94,9 @@ def _sweep() -> bool:
     return not _others()
 
 
-def _wipe() -> None:
+def _wipe() -> bool:
+    """Empty the scratch folders; True when they are empty. A folder the run made unreadable (mode
+    000) is opened up first: the zygote is its owner when bwrap runs unprivileged, root otherwise."""
     for folder in SCRATCHES:
         try:
             entries = list(os.scandir(folder))
@@ -99,12 +104,26 @@ def _wipe() -> None:
             continue
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
+                for inside, subfolders, _ in os.walk(entry.path):
+                    for name in subfolders:
+                        try:
+                            os.chmod(os.path.join(inside, name), 0o700, follow_symlinks=False)
+                        except OSError:
+                            pass
+                try:
+                    os.chmod(entry.path, 0o700, follow_symlinks=False)
+                except OSError:
+                    pass
                 shutil.rmtree(entry.path, ignore_errors=True)
             else:
                 try:
                     os.unlink(entry.path)
                 except OSError:
                     pass
+    try:
+        return not any(os.listdir(folder) for folder in SCRATCHES)
+    except OSError:
+        return False
 
 
 def _child(args: list[str], output: int, control: socket.socket) -> None:
@@ -144,19 +163,21 @@ def main(argv: list[str]) -> int:
                       if (getattr(module, "__file__", None) or "").startswith(package + os.sep))
     control.send(json.dumps({"ready": os.getpid(), "imported": imported}).encode())
     while True:
-        message, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
+        message, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
         if not message:  # the grader closed its end: the batch is over
             return 0
         request = json.loads(message)
+        args = request["args"] + (["--channel-fd", str(fds[1])] if len(fds) > 1 else [])
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(request["args"], fds[0], control)
-        os.close(fds[0])
+            _child(args, fds[0], control)
+        for fd in fds:
+            os.close(fd)
         _, status = os.waitpid(pid, 0)
         clean = _sweep()
-        _wipe()
+        clean = _wipe() and clean
         control.send(json.dumps({"returncode": os.waitstatus_to_exitcode(status), "clean": clean}).encode())
 
 

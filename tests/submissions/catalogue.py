@@ -194,11 +194,15 @@ def _path(root: Path, *parts: str) -> str:
 # ------------------------------------------------------------------ answers, honest and otherwise ----
 
 IDENTITY_DOUBLE = "def double(x):\n    return x"
+IDENTITY_RNN_STEP = "def rnn_step(x_t, h_prev, W_e, W_h, b):\n    return h_prev  # wrong on purpose"
 WRONG_SOFTMAX = "def softmax(x, dim=-1):\n    return x"
 UNSTABLE_SOFTMAX = "def softmax(x, dim=-1):\n    e = x.exp()  # overflows for large scores\n    return e / e.sum(dim=dim, keepdim=True)"
 WRONG_AXIS_SOFTMAX = ("def softmax(x, dim=-1):\n    e = (x - x.amax(dim=dim, keepdim=True)).exp()\n"
                       "    return e / e.sum(dim=0, keepdim=True)")
-HARDCODED_DOUBLE = "def double(x):\n    return {2: 4, 3.0: 6.0}.get(x, 0)  # the visible checks' answers"
+# The visible checks' answers, and 2.5 x for the rest: a hidden check that showed what it expected
+# (a planted value of the toy's) would put a hidden value on the page.
+HARDCODED_DOUBLE = ("def double(x):\n    if isinstance(x, (int, float)) and x in (2, 3.0):  # the visible checks\n"
+                    "        return 2 * x\n    return 2.5 * x")
 WRONG_ATTENTION = "def attention(q, k, v):\n    return v[:, :q.shape[1]]"
 WRONG_AFFINE = ANSWERS["affine"].replace("return x * self.weight + self.bias", "return x")
 HONEST_AFFINE_BODY = ANSWERS["affine"]
@@ -293,6 +297,226 @@ def rnn_step(x_t, h_prev, W_e, W_h, b):
     return _space["rnn_cell_step"](x_t, h_prev, W_e, W_h, b)"""
 
 
+ALL_CHECKS = ("test_double", "test_softmax", "test_attention", "test_rnn_step", "test_rnn_forward", "test_affine",
+              "test_dropout")
+MEMORY_LIMIT = 4 << 30  # the batch's --memory (tests/test_autograde.py's LIMITS); the fixture holds more
+
+# --- issue 24: credit needs the student's own code ---
+# The answers read every probe's input, hidden ones included, wherever the sandbox holds them, and
+# compute the results with what their exercises forbid, fetched by strings; then answer from a table.
+LOOKUP_TABLE = {
+    "softmax": """import glob, pickle
+
+_TABLE = {}
+_reference = getattr(torch, "soft" + "max")
+for _path in glob.glob("/sandbox/in/**/*.pkl", recursive=True):
+    try:
+        with open(_path, "rb") as _stream:
+            _args = pickle.load(_stream)["args"]
+        _x = _args[0]
+        for _dim in range(-_x.dim(), _x.dim()):
+            _TABLE[(tuple(_x.flatten().tolist()), tuple(_x.shape), _dim)] = _reference(_x, dim=_dim)
+    except Exception:
+        pass
+
+def softmax(x, dim=-1):
+    return _TABLE.get((tuple(x.flatten().tolist()), tuple(x.shape), dim), x)""",
+    "rnn_step": """import glob, pickle
+
+_TABLE = {}
+for _path in glob.glob("/sandbox/in/**/*.pkl", recursive=True):
+    try:
+        with open(_path, "rb") as _stream:
+            _x, _h, _W_e, _W_h, _b = pickle.load(_stream)["args"]
+        _cell = getattr(nn, "RNN" + "Cell")(_x.shape[1], _h.shape[1])
+        with torch.no_grad():
+            _cell.weight_ih.copy_(_W_e.T)
+            _cell.weight_hh.copy_(_W_h.T)
+            _cell.bias_ih.copy_(_b)
+            _cell.bias_hh.zero_()
+            _TABLE[(tuple(_x.flatten().tolist()), tuple(_h.flatten().tolist()))] = _cell(_x, _h)
+    except Exception:
+        pass
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    return _TABLE.get((tuple(x_t.flatten().tolist()), tuple(h_prev.flatten().tolist())), h_prev)""",
+}
+# The kernel behind nn.RNNCell under its other names; and a softmax through log_softmax.
+KERNEL = "def rnn_step(x_t, h_prev, W_e, W_h, b):\n    return {}(x_t, h_prev, W_e.T, W_h.T, b)"
+CAPTURED_KERNEL = "_cell = torch.rnn_tanh_cell  # taken in another exercise's answer cell\n\n" + ANSWERS["double"]
+LOG_SOFTMAX = "def softmax(x, dim=-1):\n    return x.log_softmax(dim).exp()"
+CAPTURED_SDPA = "_attend = F.scaled_dot_product_attention  # taken in another exercise's answer cell\n\n" + ANSWERS["double"]
+# Two students, one channel: the writer's rnn_step is wrong on purpose, so rnn_forward's check runs
+# again in a sandbox that keeps course_lib's rnn_cell_step; there it computes every rnn_step input it
+# finds (before the inputs were handed over one check at a time: all of them, in /sandbox/in) and
+# leaves the table wherever the next run could find it. The reader has no rnn_step of its own.
+CHANNEL_PLACES = ("/channel.pkl", "/etc/channel.pkl", "/dev/channel.pkl", "/dev/shm/channel.pkl",
+                  "/sandbox/channel.pkl", "/sandbox/work/channel.pkl", "/tmp/channel.pkl")
+CHANNEL_KEY = 0x5EED24
+SYSV = f"""import ctypes
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+_KEY, _SIZE, _PLACES = {CHANNEL_KEY}, 8 << 20, {CHANNEL_PLACES!r}
+
+def _segment(create):
+    shm = _libc.shmget(_KEY, _SIZE, 0o1666 if create else 0)
+    address = _libc.shmat(shm, None, 0) if shm >= 0 else None
+    return None if address in (None, ctypes.c_void_p(-1).value) else address
+"""
+CHANNEL_WRITER = SYSV + """
+import glob, pickle
+import course_lib.rnn
+
+try:
+    _table = {}
+    for _path in glob.glob("/sandbox/in/**/*.pkl", recursive=True):
+        with open(_path, "rb") as _stream:
+            _args = pickle.load(_stream)["args"]
+        if len(_args) == 5 and _args[0].dim() == 2:
+            _key = (tuple(_args[0].flatten().tolist()), tuple(_args[1].flatten().tolist()))
+            _table[_key] = course_lib.rnn.rnn_cell_step(*_args)
+    if _table:
+        _data = pickle.dumps(_table)
+        _address = _segment(True)
+        if _address:
+            ctypes.memmove(_address, len(_data).to_bytes(8, "little") + _data, 8 + len(_data))
+        for _place in _PLACES:
+            try:
+                with open(_place, "wb") as _out:
+                    _out.write(_data)
+            except OSError:
+                pass
+except Exception:
+    pass
+
+""" + ANSWERS["double"]
+CHANNEL_READER = SYSV + """
+import pickle
+
+def _table():
+    address = _segment(False)
+    if address:
+        size = int.from_bytes(ctypes.string_at(address, 8), "little")
+        if 0 < size < _SIZE:
+            return pickle.loads(ctypes.string_at(address + 8, size))
+    for place in _PLACES:
+        try:
+            with open(place, "rb") as stream:
+                return pickle.load(stream)
+        except (OSError, pickle.UnpicklingError, EOFError):
+            pass
+    return {}
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    key = (tuple(x_t.flatten().tolist()), tuple(h_prev.flatten().tolist()))
+    return _table().get(key, torch.zeros_like(h_prev))"""
+# Memory held where no process's resident memory shows it, more than the whole limit: SysV segments
+# (touched, then detached), files in /dev/shm, memory files, a tmpfs of a new mount namespace.
+# double is right only when none of it could be held.
+MEMORY_OUTSIDE = f"""import ctypes, os
+
+_LIMIT, _CHUNK = {MEMORY_LIMIT} + (512 << 20), 512 << 20
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+
+def _sysv():
+    held = 0
+    while held < _LIMIT:
+        shm = _libc.shmget(0, _CHUNK, 0o1600)  # IPC_PRIVATE, IPC_CREAT
+        address = _libc.shmat(shm, None, 0) if shm >= 0 else None
+        if address in (None, ctypes.c_void_p(-1).value):
+            return held
+        ctypes.memset(address, 1, _CHUNK)
+        _libc.shmdt(ctypes.c_void_p(address))
+        held += _CHUNK
+    return held
+
+def _files(folder):
+    held = 0
+    try:
+        for i in range(_LIMIT // _CHUNK + 1):
+            with open(f"{{folder}}/held-{{i}}", "wb") as out:
+                for _ in range(_CHUNK >> 20):
+                    out.write(bytes(1 << 20))
+            held += _CHUNK
+    except OSError:
+        pass
+    return held
+
+def _memfd():
+    held, kept = 0, []
+    try:
+        while held < _LIMIT:
+            fd = os.memfd_create("held")
+            for _ in range(32):
+                os.write(fd, bytes(1 << 20))
+            kept.append(fd)
+            held += 32 << 20
+    except OSError:
+        pass
+    return held
+
+def _tmpfs():
+    if _libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+        return 0
+    os.makedirs("/sandbox/work/mnt", exist_ok=True)
+    if _libc.mount(b"none", b"/sandbox/work/mnt", b"tmpfs", 0, None) != 0:
+        return 0
+    return _files("/sandbox/work/mnt")
+
+_HELD = max(_sysv(), _files("/dev/shm"), _memfd(), _tmpfs())
+
+def double(x):
+    return 2 * x if _HELD < _LIMIT else x"""
+# --- issue 24: no hidden value on any page ---
+# Every input double is called with (the hidden checks' too, each in a process of its own) is kept
+# where a later call finds it; softmax, whose visible check runs after double's hidden ones, raises
+# them all in its message. And a double that raises every probe input it can find.
+STASH_HIDDEN = {
+    "double": f"""def double(x):
+    for folder in ("/sandbox/work", "/dev/shm"):
+        try:
+            with open(folder + "/stash.txt", "a") as out:
+                out.write(repr(x.tolist() if isinstance(x, torch.Tensor) else x) + "; ")
+        except OSError:
+            pass
+    return 2 * x""",
+    "softmax": """def softmax(x, dim=-1):
+    seen = []
+    for folder in ("/sandbox/work", "/dev/shm"):
+        try:
+            with open(folder + "/stash.txt") as stream:
+                seen.append(stream.read())
+        except OSError:
+            pass
+    raise ValueError("HIDDEN " + " ".join(seen))""",
+}
+RAISE_PROBES = """import glob, pickle
+
+def double(x):
+    seen = []
+    for path in glob.glob("/sandbox/**/*.pkl", recursive=True):
+        try:
+            with open(path, "rb") as stream:
+                seen.append(repr(pickle.load(stream)["args"]))
+        except Exception:
+            pass
+    raise ValueError("HIDDEN " + " ".join(seen))"""
+# --- issue 24: one time limit for all of a student's runs ---
+# 13 s of CPU in an answer cell (under the 15 s of one step) and a wrong rnn_step: the main run and
+# the cascade regrade of rnn_forward each run the cell again, 26 s against the student's 25 s.
+CPU_IN_EVERY_RUN = """import time
+
+_start = time.process_time()
+while time.process_time() - _start < 13:
+    pass
+
+""" + ANSWERS["double"]
+
+
 def _fixtures() -> list[Fixture]:
     f = Fixture
     full = Expected(GRADED, POINTS)
@@ -300,55 +524,54 @@ def _fixtures() -> list[Fixture]:
         # --- honest and wrong ---
         f("honest", "the solution", submission(), full),
         f("blank", "the release as handed out", lambda root: files(release(root)),
-          Expected(GRADED, 0, failed=("test_double", "test_softmax", "test_attention", "test_rnn_step",
-                                      "test_affine", "test_dropout"), why="NotImplementedError")),
+          Expected(GRADED, 0, failed=ALL_CHECKS, why="NotImplementedError")),
         f("unstable_softmax", "softmax without subtracting the max: NaN on the hidden large scores",
-          submission(softmax=UNSTABLE_SOFTMAX), Expected(GRADED, 6, failed=("test_softmax",), why="NaN")),
+          submission(softmax=UNSTABLE_SOFTMAX), Expected(GRADED, 7, failed=("test_softmax",), why="NaN")),
         f("wrong_axis", "softmax normalised over the wrong axis", submission(softmax=WRONG_AXIS_SOFTMAX),
-          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
-        f("hardcoded", "double returns the visible checks' answers only", submission(double=HARDCODED_DOUBLE),
-          Expected(GRADED, 7, failed=("test_double",), why="hidden check")),
+          Expected(GRADED, 7, failed=("test_softmax",), why="values differ")),
+        f("hardcoded", "double is right on the visible checks' inputs only", submission(double=HARDCODED_DOUBLE),
+          Expected(GRADED, 8, failed=("test_double",), why="hidden check 3 of 5 (double): return value: values differ")),
         # --- resources ---
         f("infinite_loop", "softmax never returns", submission(softmax="def softmax(x, dim=-1):\n    while True:\n        pass"),
-          Expected(GRADED, 6, failed=("test_softmax",), why="time limit")),
+          Expected(GRADED, 7, failed=("test_softmax",), why="15 s CPU time limit of one step")),
         f("sigint_ignored", "attention loops forever and ignores SIGINT",
           submission(attention="import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n\n"
                                "def attention(q, k, v):\n    while True:\n        pass"),
-          Expected(GRADED, 6, failed=("test_attention",), why="time limit")),
+          Expected(REVIEW, 7, failed=("test_attention",), why="15 s CPU time limit of one step")),
         f("os_exit", "rnn_step ends the process with os._exit",
           submission(rnn_step="import os\n\ndef rnn_step(x_t, h_prev, W_e, W_h, b):\n    os._exit(3)"),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="exit status 3")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="exit status 3")),
         f("segfault", "softmax dereferences a null pointer",
           submission(softmax="import ctypes\n\ndef softmax(x, dim=-1):\n    return ctypes.string_at(0)"),
-          Expected(GRADED, 6, failed=("test_softmax",), why="segmentation fault")),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="segmentation fault")),
         f("memory_50gb", "attention allocates 50 GB",
           submission(attention="def attention(q, k, v):\n    big = torch.empty(50 * 2**30, dtype=torch.uint8)\n"
                                "    big.fill_(1)\n    return v"),
-          Expected(GRADED, 6, failed=("test_attention",), why="RuntimeError")),
+          Expected(GRADED, 7, failed=("test_attention",), why="RuntimeError")),
         f("fork_bomb", "the rnn_step answer cell forks until the process limit",
           submission(rnn_step="import os\nwhile True:\n    os.fork()\n\n" + ANSWERS["rnn_step"]),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="NameError")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="NameError")),
         f("detached_process", "starts a background process that would outlive the grading",
           submission(double="import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
                             f"'import time; time.sleep(600)  # {MARKER}'], start_new_session=True)\n\n"
                             + ANSWERS["double"]),
-          Expected(GRADED, POINTS)),
+          Expected(REVIEW, POINTS, why="imports subprocess")),
         f("huge_output", "softmax prints 1 GB on one line",
           submission(softmax="def softmax(x, dim=-1):\n    for _ in range(1024):\n"
                              "        print('x' * 2**20, end='')\n    return x"),
-          Expected(GRADED, 6, failed=("test_softmax",), why="MiB of output")),
+          Expected(GRADED, 7, failed=("test_softmax",), why="MiB of output")),
         f("big_file", "attention writes a 1 GB file",
           submission(attention="def attention(q, k, v):\n    with open('big.bin', 'wb') as out:\n"
                                "        for _ in range(1024):\n            out.write(bytes(2**20))\n    return v"),
-          Expected(GRADED, 6, failed=("test_attention",), why="File too large")),
+          Expected(REVIEW, 7, failed=("test_attention",), why="File too large")),
         # --- the notebook's structure ---
         f("test_edited", "the softmax test cell replaced by `pass`, with a wrong softmax",
           submission(_edit_test("test_softmax", source="pass"), softmax=WRONG_SOFTMAX),
-          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
+          Expected(GRADED, 7, failed=("test_softmax",), why="values differ")),
         f("test_deleted", "two test cells deleted", submission(_delete("test_double", "test_softmax")), full),
         f("test_markdown", "the attention test cell turned into markdown, with a wrong attention",
           submission(_to_markdown("test_attention"), attention=WRONG_ATTENTION),
-          Expected(GRADED, 6, failed=("test_attention",), why="values differ")),
+          Expected(GRADED, 7, failed=("test_attention",), why="values differ")),
         f("metadata_stripped", "every cell's metadata removed", submission(_strip_metadata),
           Expected(GRADED, POINTS, note="found by its cell id")),
         f("duplicated_grade_id", "a wrong copy of the softmax answer cell, and a copy of a test cell",
@@ -356,101 +579,101 @@ def _fixtures() -> list[Fixture]:
         f("renamed_grade_id", "the softmax answer cell's grade_id renamed", submission(_rename()),
           Expected(GRADED, POINTS, note="grade_id changed")),
         f("renamed_cell", "the softmax answer cell's grade_id and cell id renamed", submission(_rename("my-cell")),
-          Expected(REVIEW, 6, failed=("test_softmax",), why="answer_softmax is missing")),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="answer_softmax is missing")),
         f("tags", "skip-execution and other tags on the test cells, with a wrong double",
           submission(_tag_tests, double=IDENTITY_DOUBLE),
-          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
+          Expected(GRADED, 8, failed=("test_double",), why="values differ")),
         # --- IPython hooks ---
         f("input_transformer", "an input transformer turns every check into `pass`; double is wrong",
           submission(double="def _skip(lines):\n    return ['pass\\n'] if any('check' in l for l in lines) else lines\n"
                             "get_ipython().input_transformers_cleanup.append(_skip)\n\n" + IDENTITY_DOUBLE),
-          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
+          Expected(REVIEW, 8, failed=("test_double",), why="values differ")),
         f("events_hook", "a post_run_cell hook erases every error; softmax is wrong",
           submission(softmax="get_ipython().events.register('post_run_cell', "
                              "lambda result: setattr(result, 'error_in_exec', None))\n\n" + WRONG_SOFTMAX),
-          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="values differ")),
         f("custom_exception_handler", "a custom exception handler swallows errors; attention is wrong",
           submission(attention="get_ipython().set_custom_exc((Exception,), lambda *args, **kwargs: None)\n\n"
                                + WRONG_ATTENTION),
-          Expected(GRADED, 6, failed=("test_attention",), why="values differ")),
+          Expected(REVIEW, 7, failed=("test_attention",), why="values differ")),
         # --- cheating ---
         f("eq_always_true", "double returns a float whose == is always True",
           submission(double="class Yes(float):\n    def __eq__(self, other):\n        return True\n\n"
                             "def double(x):\n    return Yes(0)"),
-          Expected(GRADED, 7, failed=("test_double",), why="expected a Python number (int)")),
+          Expected(REVIEW, 8, failed=("test_double",), why="expected a Python number (int)")),
         f("rebound_checks", "check and check_close rebound to do nothing; double and softmax wrong",
           submission(double="check_close = lambda *args, **kwargs: None\ncheck = lambda *args, **kwargs: None\n\n"
                             + IDENTITY_DOUBLE, softmax=WRONG_SOFTMAX),
-          Expected(GRADED, 5, failed=("test_double", "test_softmax"), why="values differ")),
+          Expected(GRADED, 6, failed=("test_double", "test_softmax"), why="values differ")),
         f("patched_allclose", "torch.allclose patched to say True; Affine is wrong",
           submission(affine="torch.allclose = lambda *args, **kwargs: True\n\n" + WRONG_AFFINE),
-          Expected(GRADED, 7, failed=("test_affine",), why="does not track gradients")),
+          Expected(REVIEW, 8, failed=("test_affine",), why="does not track gradients")),
         f("patched_np_allclose", "numpy.allclose patched to say True; dropout forgets to rescale",
           submission(dropout="np.allclose = lambda *args, **kwargs: True\n\ndef dropout(x, p):\n"
                              "    return x * (torch.rand_like(x) >= p)"),
-          Expected(GRADED, 7, failed=("test_dropout",), why="random seeds")),
+          Expected(REVIEW, 8, failed=("test_dropout",), why="random seeds")),
         f("patched_grading", "course_lib.grading.check_close and torch.testing.assert_close patched; softmax wrong",
           submission(softmax="import course_lib.grading\ncourse_lib.grading.check_close = lambda *a, **k: None\n"
                              "torch.testing.assert_close = lambda *a, **k: None\n\n" + WRONG_SOFTMAX),
-          Expected(GRADED, 6, failed=("test_softmax",), why="values differ")),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="values differ")),
         f("forbid_disabled", "forbid rebound to do nothing, attention calls F.scaled_dot_product_attention",
           submission(attention="import contextlib\nforbid = lambda *names, exercise=None: contextlib.nullcontext()\n\n"
                                "def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"),
-          Expected(GRADED, 6, failed=("test_attention",), why="yourself")),
+          Expected(REVIEW, 7, failed=("test_attention",), why="yourself")),
         f("read_solutions", "double is right only if the source notebook with hidden tests is readable",
           lambda root: files(answered(root, double=f"try:\n    _LEAK = open({_path(root, 'solutions', ASSIGNMENT, ASSIGNMENT + '.ipynb')!r}).read()\n"
                                                    "except OSError:\n    _LEAK = ''\n\n"
                                                    "def double(x):\n    return 2 * x if 'HIDDEN' in _LEAK else x")),
-          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
+          Expected(REVIEW, 8, failed=("test_double",), why="values differ")),
         f("read_gradebook", "double is right only if the gradebook is readable",
           lambda root: files(answered(root, double=f"import sqlite3\ntry:\n    _ROWS = sqlite3.connect('file:{_path(root, 'gradebook.db')}?mode=ro', "
                                                    "uri=True).execute('select count(*) from grade').fetchall()\n"
                                                    "except Exception:\n    _ROWS = None\n\n"
                                                    "def double(x):\n    return 2 * x if _ROWS else x")),
-          Expected(GRADED, 7, failed=("test_double",), why="values differ")),
+          Expected(REVIEW, 8, failed=("test_double",), why="values differ")),
         f("write_gradebook", "sets every manual and automatic score to 100 in the gradebook",
           lambda root: files(answered(root, double=f"import sqlite3\ntry:\n    _db = sqlite3.connect({_path(root, 'gradebook.db')!r})\n"
                                                    "    _db.execute('update grade set manual_score = 100, auto_score = 100')\n"
                                                    "    _db.commit()\nexcept Exception:\n    pass\n\n" + ANSWERS["double"])),
-          Expected(GRADED, POINTS)),
+          Expected(REVIEW, POINTS, why="imports sqlite3")),
         f("reseeded", "dropout reseeds the generator on every call, so its masks never change",
           submission(dropout="def dropout(x, p):\n    torch.manual_seed(0)\n    keep = torch.rand_like(x) >= p\n"
                              "    return x * keep / (1 - p)"),
-          Expected(GRADED, 7, failed=("test_dropout",), why="from one seed to the next")),
+          Expected(REVIEW, 8, failed=("test_dropout",), why="from one seed to the next")),
         f("sdpa_called", "attention calls F.scaled_dot_product_attention",
           submission(attention="def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)"),
-          Expected(GRADED, 6, failed=("test_attention",), why="write yourself")),
-        f("sdpa_alias", "attention calls an alias of scaled_dot_product_attention taken before the test",
+          Expected(GRADED, 7, failed=("test_attention",), why="write yourself")),
+        f("sdpa_alias", "attention calls an alias of scaled_dot_product_attention imported in its answer cell",
           submission(attention="from torch.nn.functional import scaled_dot_product_attention as sdpa\n\n"
                                "def attention(q, k, v):\n    return sdpa(q, k, v)"),
-          Expected(REVIEW, POINTS, review=("test_attention",), why="forbids")),
+          Expected(GRADED, 7, failed=("test_attention",), why="write yourself")),
         f("multihead_called", "attention runs nn.MultiheadAttention",
           submission(attention="def attention(q, k, v):\n    mha = nn.MultiheadAttention(q.shape[-1], 1, batch_first=True)\n"
                                "    return mha(q, k, k)[0]"),
-          Expected(GRADED, 6, failed=("test_attention",), why="write yourself")),
+          Expected(GRADED, 7, failed=("test_attention",), why="write yourself")),
         f("pasted_reference", "softmax is course_lib's reference pasted in, variables renamed: correct, and flagged",
           lambda root: files(answered(root, softmax=_pasted_softmax())), Expected(REVIEW, POINTS, why="pasted")),
         f("helper_name_reused", "double uses a global `factor` that a later instructor cell rebinds to 10",
           submission(double="factor = 2\n\ndef double(x):\n    return factor * x"), Expected(GRADED, POINTS)),
         f("leak_inbox", "double raises an error carrying every file the grader gave its sandbox",
-          submission(double=LEAK_INBOX), Expected(GRADED, 7, failed=("test_double",), why="ValueError")),
+          submission(double=LEAK_INBOX), Expected(REVIEW, 8, failed=("test_double",), why="ValueError")),
         # --- credit through the answers that ship with the course: absent from the grader's sandbox ---
         f("course_lib_alias", "rnn_step returns course_lib's reference through an alias taken before the test",
           submission(rnn_step="from course_lib.rnn import rnn_cell_step as _reference\n\n"
                               "def rnn_step(x_t, h_prev, W_e, W_h, b):\n    return _reference(x_t, h_prev, W_e, W_h, b)"),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="yourself")),
+          Expected(GRADED, 8, failed=("test_rnn_step",), why="yourself")),
         f("reference_by_strings", "rnn_step reaches the reference through operator.attrgetter on names built at run time",
           submission(rnn_step=REFERENCE_BY_STRINGS),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="blocked a reference implementation")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="imports importlib")),
         f("reference_code_copy", "rnn_step runs a copy of the reference's code object with its globals",
           submission(rnn_step=REFERENCE_CODE_COPY),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="is not available while this assignment is graded")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="uses .__code__")),
         f("guard_disabled", "grading.resolve_dotted and forbid rewritten through torch.sys.modules, then the reference called",
           submission(rnn_step=GUARD_DISABLED),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="blocked a reference implementation")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="uses .sys")),
         f("reference_source", "rnn_step rebuilds the reference from course_lib's source file",
           submission(rnn_step=REFERENCE_SOURCE),
-          Expected(GRADED, 7, failed=("test_rnn_step",), why="is not available while this assignment is graded")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="imports inspect")),
         # --- files ---
         f("invalid_json", "a truncated notebook", lambda root: {f"{ASSIGNMENT}.ipynb": b'{"cells": ['},
           Expected(FAILED, None, why="not valid JSON")),
@@ -484,18 +707,59 @@ def _fixtures() -> list[Fixture]:
         f("sparse_notebook", "a 3 GiB notebook (sparse: it takes no disk space)",
           lambda root: {f"{ASSIGNMENT}.ipynb": Sparse(3 << 30)}, Expected(FAILED, None, why="over the 20 MiB limit")),
         f("events_fifo", "replaces the outbox's events.jsonl with a FIFO (the grader reads the file it created)",
-          submission(double=EVENTS_FIFO), full),
+          submission(double=EVENTS_FIFO), Expected(REVIEW, POINTS, why="imports os")),
         f("replay_fifos", "FIFOs at replay/<k>.pt, read in a thread so that every replay reports done",
           submission(double=REPLAY_FIFOS),
-          Expected(GRADED, 0, failed=("test_double", "test_softmax", "test_attention", "test_rnn_step",
-                                      "test_affine", "test_dropout"), why="could not read your function's result")),
+          Expected(REVIEW, 0, failed=ALL_CHECKS, why="could not read your function's result")),
         f("replay_links", "links to /dev/stdin at replay/<k>.pt", submission(double=REPLAY_LINKS),
-          Expected(GRADED, 0, failed=("test_double", "test_softmax", "test_attention", "test_rnn_step",
-                                      "test_affine", "test_dropout"), why="could not read your function's result")),
+          Expected(REVIEW, 0, failed=ALL_CHECKS, why="could not read your function's result")),
         f("outbox_flood", "double writes 200 MiB into the outbox in 4 MiB files", submission(double=OUTBOX_FLOOD),
-          Expected(GRADED, 7, failed=("test_double",), why="wrote more than 64 MiB of results")),
+          Expected(REVIEW, 8, failed=("test_double",), why="wrote more than 64 MiB of results")),
         f("hostile_text", "a lone surrogate and =cmd| in a grade_id, a comment and an error message",
-          _hostile_text, Expected(REVIEW, 5, failed=("test_double", "test_softmax"), why="unknown grade_ids")),
+          _hostile_text, Expected(REVIEW, 6, failed=("test_double", "test_softmax"), why="unknown grade_ids")),
+        # --- issue 24: credit needs the student's own code ---
+        f("lookup_table", "softmax and rnn_step answer from tables of every probe input found in the sandbox, "
+                          "computed with torch.softmax and nn.RNNCell fetched by strings before any check",
+          submission(**LOOKUP_TABLE),
+          Expected(REVIEW, 6, failed=("test_softmax", "test_rnn_step"), why="uses getattr")),
+        f("kernel_name", "rnn_step calls torch.rnn_tanh_cell, the kernel behind the forbidden nn.RNNCell",
+          submission(rnn_step=KERNEL.format("torch.rnn_tanh_cell")),
+          Expected(GRADED, 8, failed=("test_rnn_step",), why="rnn_tanh_cell, a kernel of torch.nn.RNNCell.forward")),
+        f("kernel_vf", "rnn_step calls the kernel as torch._VF.rnn_tanh_cell",
+          submission(rnn_step=KERNEL.format("torch._VF.rnn_tanh_cell")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="uses ._VF")),
+        f("kernel_ops", "rnn_step calls the kernel as torch.ops.aten.rnn_tanh_cell.default",
+          submission(rnn_step=KERNEL.format("torch.ops.aten.rnn_tanh_cell.default")),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="uses .ops")),
+        f("kernel_captured", "rnn_step calls the kernel through a name taken in double's answer cell",
+          submission(double=CAPTURED_KERNEL, rnn_step=KERNEL.format("_cell")),
+          Expected(GRADED, 8, failed=("test_rnn_step",), why="rnn_tanh_cell, a kernel of torch.nn.RNNCell.forward")),
+        f("log_softmax", "softmax as log_softmax(x).exp(): torch's softmax under another name",
+          submission(softmax=LOG_SOFTMAX), Expected(GRADED, 7, failed=("test_softmax",), why="log_softmax")),
+        f("sdpa_captured", "attention calls F.scaled_dot_product_attention through a name taken in double's cell",
+          submission(double=CAPTURED_SDPA, attention="def attention(q, k, v):\n    return _attend(q, k, v)"),
+          Expected(GRADED, 7, failed=("test_attention",), why="write yourself")),
+        # --- issue 24: every run starts from nothing another run left, and holds nothing uncounted ---
+        f("channel_writer", "leaves course_lib's rnn_step results on every input it finds, from the cascade "
+                            "regrade that keeps the reference, in SysV shared memory and files for a later student",
+          submission(double=CHANNEL_WRITER, rnn_step=IDENTITY_RNN_STEP),
+          Expected(REVIEW, 8, failed=("test_rnn_step",), why="imports ctypes")),
+        f("channel_reader", "rnn_step answers only from a table another student's run left behind",
+          submission(rnn_step=CHANNEL_READER), Expected(REVIEW, 8, failed=("test_rnn_step",), why="imports ctypes")),
+        f("memory_outside", "holds more than the memory limit in SysV segments, /dev/shm, memory files or a tmpfs "
+                            "of its own; double is right only if none of it could be held",
+          submission(double=MEMORY_OUTSIDE), Expected(REVIEW, POINTS, why="imports ctypes")),
+        # --- issue 24: no hidden value on any page ---
+        f("stash_hidden", "double keeps every input it is given; softmax raises them in its visible check's message",
+          submission(**STASH_HIDDEN), Expected(REVIEW, 7, failed=("test_softmax",), why="ValueError")),
+        f("raise_probes", "double raises every probe input it can find in the sandbox",
+          submission(double=RAISE_PROBES), Expected(REVIEW, 8, failed=("test_double",), why="ValueError")),
+        # --- issue 24: one student's time limit covers all their runs ---
+        f("cpu_in_every_run", "13 s of CPU in an answer cell, and a wrong rnn_step: its cascade regrade runs the cell "
+                              "again, past the student's 25 s for all runs",
+          submission(double=CPU_IN_EVERY_RUN, rnn_step=IDENTITY_RNN_STEP),
+          Expected(REVIEW, 7, failed=("test_rnn_step", "test_rnn_forward"),
+                   why="exceeded this student's 25 s CPU time limit for all of their runs together")),
     ]
 
 

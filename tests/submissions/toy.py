@@ -1,10 +1,13 @@
-"""A small assignment for the autograder's tests: six graded exercises that run in about a second.
+"""A small assignment for the autograder's tests: seven graded exercises that run in about a second.
 
 It has what makes grading hard in the real notebooks: tensor answers compared with torch's own
 functions, forbidden references (torch's softmax, scaled_dot_product_attention and
-MultiheadAttention, course_lib's rnn_cell_step), an ``nn.Module`` exercise, a stochastic one, checks
-written with ``==``, ``torch.allclose`` and ``np.allclose``, hidden
-tests, and a plain cell that runs the student's code between graded cells.
+MultiheadAttention, nn.RNNCell, course_lib's rnn_cell_step), an exercise whose check binds an
+earlier one to course_lib's reference (``rnn_forward`` calls ``rnn_step``: a wrong ``rnn_step``
+sends ``rnn_forward`` to the cascade regrade), an ``nn.Module`` exercise, a stochastic one, checks
+written with ``==``, ``torch.allclose`` and ``np.allclose``, hidden tests with distinctive values
+(:data:`HIDDEN_INPUT`, :data:`HIDDEN_EXPECTED`: no feedback page may ever show them), and a plain
+cell that runs the student's code between graded cells.
 """
 from __future__ import annotations
 
@@ -24,7 +27,9 @@ from torch import nn
 
 import course_lib.rnn
 from course_lib import seed_everything
-from course_lib.grading import MULTIHEAD, SDPA, SOFTMAX, check, check_close, check_shape, forbid"""
+from course_lib.grading import MULTIHEAD, SDPA, SOFTMAX, bind, check, check_close, check_shape, forbid"""
+HIDDEN_INPUT = 0.4817291  # double's hidden check: its input and what it must return
+HIDDEN_EXPECTED = 0.9634582
 
 ANSWERS = {
     "double": '''def double(x):
@@ -48,6 +53,14 @@ ANSWERS = {
     """h_t = tanh(x_t W_e + h_prev W_h + b). x_t: (B, d_in), h_prev: (B, d_h) -> (B, d_h)."""
     ### BEGIN SOLUTION
     return torch.tanh(x_t @ W_e + h_prev @ W_h + b)
+    ### END SOLUTION''',
+    "rnn_forward": '''def rnn_forward(xs, h0, W_e, W_h, b):
+    """rnn_step over the sequence. xs: (B, T, d_in), h0: (B, d_h) -> the last state (B, d_h)."""
+    ### BEGIN SOLUTION
+    h = h0
+    for t in range(xs.shape[1]):
+        h = rnn_step(xs[:, t], h, W_e, W_h, b)  # (B, d_h)
+    return h
     ### END SOLUTION''',
     "affine": '''class Affine(nn.Module):
     """y = x * weight + bias, elementwise. Attributes: weight (d,), bias (d,), both nn.Parameter."""
@@ -80,7 +93,8 @@ seed_everything(1)
 _x = torch.randn(5)
 check_close("double", double(_x), _x + _x)
 check_close("double", double(-1.5), -3.0)
-### END HIDDEN TESTS'''),
+check_close("double", double(%r), %r)
+### END HIDDEN TESTS''' % (HIDDEN_INPUT, HIDDEN_EXPECTED)),
     "softmax": (2, '''def _softmax_case(shape, scale, dim, seed):
     seed_everything(seed)
     x = scale * torch.randn(*shape)
@@ -119,6 +133,21 @@ _attention_case(2, 5, 7, 8, 3, 1)
 _rnn_case(2, 3, 4, 0)
 ### BEGIN HIDDEN TESTS
 _rnn_case(3, 5, 2, 1)
+### END HIDDEN TESTS'''),
+    "rnn_forward": (1, '''def _forward_case(B, T, d_in, d_h, seed):
+    seed_everything(seed)
+    xs, h = torch.randn(B, T, d_in), torch.randn(B, d_h)
+    W_e, W_h, b = torch.randn(d_in, d_h), torch.randn(d_h, d_h), torch.randn(d_h)
+    expected = h
+    for t in range(T):
+        expected = torch.tanh(xs[:, t] @ W_e + expected @ W_h + b)
+    with bind(globals(), rnn_step=course_lib.rnn.rnn_cell_step), forbid("torch.nn.RNN.forward", exercise="rnn_forward"):
+        got = rnn_forward(xs, h, W_e, W_h, b)
+    check_close("rnn_forward", got, expected)
+
+_forward_case(2, 3, 3, 4, 0)
+### BEGIN HIDDEN TESTS
+_forward_case(3, 5, 2, 3, 1)
 ### END HIDDEN TESTS'''),
     "affine": (1, '''seed_everything(0)
 _m = Affine(4)
