@@ -38,11 +38,6 @@ def _frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     return torch.exp(-math.log(base) * two_i / d)
 
 
-def sinusoid_wavelength(i: int, d_model: int, base: float = 10000.0) -> float:
-    """Positions per full turn of pair ``i`` (columns 2i, 2i+1) of the table: 2π / ω_i = 2π·base^(2i/d_model)."""
-    return 2 * math.pi * base ** (2 * i / d_model)
-
-
 def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The paper's table: PE[pos, 2i] = sin(pos·ω_i), PE[pos, 2i+1] = cos(pos·ω_i), ω_i = 10000^(-2i/d_model).
 
@@ -200,5 +195,5 @@ def make_positional(kind: str, d_model: int, max_len: int, *, n_heads: int = 1, 
 
 __all__ = [
     "KINDS", "LearnedPositionalEmbedding", "PositionalEncoding", "apply_rope", "make_positional",
-    "relative_rotation", "rope_angles", "rotate_pairs", "sinusoid_wavelength", "sinusoidal_positional_encoding",
+    "relative_rotation", "rope_angles", "rotate_pairs", "sinusoidal_positional_encoding",
 ]

@@ -23,7 +23,6 @@ CASCADES = {
     "03_multihead_attention": [("split_heads", "view without transpose", {"b16-test-split"}),
                                ("merge_heads", "reshape without transpose", {"b18-test-merge"}),
                                ("causal_mask", "strict: a position may not see itself", {"b08-test-causal"})],
-    "04_positional_encoding": [("sinusoid_wavelength", "forgets the 2π: base^(2i/d) is 1/ω, not a wavelength", {"q02-test-wavelength"})],
     "05_transformer": [("PositionwiseFeedForward", "no ReLU between the two layers", {"c08-test-ffn"})],
     "06_bleu": [("ngrams", "off by one: drops the last n-gram", {"b09-test-ngrams"}),
                 ("modified_precision", "no clipping: every n-gram found in a reference counts in full", {"b13-test-precision"}),

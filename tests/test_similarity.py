@@ -561,13 +561,13 @@ def _probe_attention(space: dict) -> list:
     additive = space["AdditiveAttention"](4, 4, 7)
     return [space["softmax"](x), space["masked_softmax"](x, mask), *space["attention_lookup"](q[0, 0], k[0], v[0]),
             *space["scaled_dot_product_attention"](q, k, v, mask), space["dot_product_score_std"](64),
-            space["score_tensor_floats"](2, 3, 4, 5, "additive"), *additive(q, k, v, mask)]
+            space["recency_window"](0.5, 20, 0.9), *additive(q, k, v, mask)]
 
 
 def _probe_bleu(space: dict) -> list:
     hypothesis, references = "the cat sat on the mat".split(), ["the cat is on the mat".split(), "a cat sat".split()]
     return [space["ngrams"](hypothesis, 2), space["modified_precision"](hypothesis, references, 2),
-            space["repeated_word_precision"]("the", 7, references), space["brevity_penalty"](5, 7),
+            space["best_unigram_precision"](7, references), space["brevity_penalty"](5, 7),
             space["brevity_penalty"](0, 3), space["best_possible_bleu"](10, 12),
             space["corpus_bleu"](["the cat sat on the mat", "a dog"], [["the cat is on the mat"], ["a dog runs"]]),
             space["sentence_bleu"]("the cat sat on the mat", ["the cat is on the mat", "a cat sat on a mat"])]

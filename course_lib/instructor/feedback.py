@@ -32,7 +32,7 @@ RESULT = {"passed": "passed", "failed": "failed", "review": "a person will revie
 
 
 # "### Exercise 3 · The language model (`ElmanRNNLM`)" -> "Exercise", 3 and the names in backticks; the
-# checks of understanding are headed "### Question 1 · ... (`crossover_length`)"
+# checks of understanding are headed "### Question 1 · ... (`encoding_distance`)"
 EXERCISE_HEADING = re.compile(r"^#+\s*(Exercise|Question)\s+(\d+)\b[^\n]*", re.MULTILINE)
 SECTION_HEADING = re.compile(r"^#{1,3}\s+(.+)$", re.MULTILINE)  # a new section ends the exercise above it
 

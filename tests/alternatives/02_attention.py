@@ -212,15 +212,31 @@ def dot_product_score_std(d_k, q_std=1.0, k_std=1.0, scaled=True, eps=0.0):
     total = variances.sum() / (d_k if scaled else 1)
     return float(np.sqrt(total + eps))
 '''),
-    # ------------------------------------------------------------------ score_tensor_floats
-    Alternative("score_tensor_floats", "shape per kind from a dict, math.prod", '''
-def score_tensor_floats(batch, t_query, t_key, d_attn, kind):
-    shapes = {"dot": (batch, t_query, t_key), "additive": (batch, t_query, t_key, d_attn)}
-    return math.prod(shapes[kind])
+    # ------------------------------------------------------------------ recency_window (question 2)
+    Alternative("recency_window", "float32 softmax of the key terms, newest first, searchsorted", '''
+def recency_window(slope, position, coverage):
+    key_terms = slope * torch.arange(position + 1, dtype=torch.float32)        # the query term cancels
+    newest_first = torch.softmax(key_terms, dim=0).flip(0).cumsum(0)           # (position + 1,)
+    w = int(torch.searchsorted(newest_first, torch.tensor([coverage], dtype=torch.float32))) + 1
+    return min(w, position + 1)
 '''),
-    Alternative("score_tensor_floats", "a meta tensor counts its elements without memory", '''
-def score_tensor_floats(batch, t_query, t_key, d_attn, kind):
-    extra = (d_attn,) if kind == "additive" else ()
-    return torch.empty(batch, t_query, t_key, *extra, device="meta").numel()
+    Alternative("recency_window", "a loop back from the newest key, weights relative to it", '''
+def recency_window(slope: float, position: int, coverage: float) -> int:
+    ratio = math.exp(-slope)                      # each older key weighs e^{-s} times the next one
+    total = (1 - ratio ** (position + 1)) / (1 - ratio)
+    held, weight = 0.0, 1.0
+    for w in range(1, position + 2):
+        held += weight
+        if held >= coverage * total:
+            return w
+        weight *= ratio
+    return position + 1
+'''),
+    Alternative("recency_window", "numpy weights with the maximum subtracted, first index reaching coverage", '''
+def recency_window(slope, position, coverage, eps=0.0):
+    scores = slope * np.arange(position + 1, dtype=np.float64)
+    weights = np.exp(scores - scores.max())
+    shares = np.cumsum(weights[::-1]) / weights.sum()
+    return int(np.argmax(shares >= coverage - eps)) + 1
 '''),
 ]

@@ -178,24 +178,25 @@ def visible_positions(tokens, i, pad_id=PAD_ID):
             seen.append(np.int64(j))
     return seen
 '''),
-    # ------------------------------------------------------------------ crossover_length
-    Alternative("crossover_length", "closed form from 8Td² + 4T²d = 4Td·d_ff", '''
-def crossover_length(d_model, d_ff):
-    return max(1, d_ff - 2 * d_model)   # attention >= FFN  <=>  T >= d_ff - 2 d_model
+    # ------------------------------------------------------------------ causal_attention_flops (question 2)
+    Alternative("causal_attention_flops", "Exercise 5's count minus the pairs above the diagonal", '''
+def causal_attention_flops(T, d_model):
+    masked_pairs = T * (T - 1) // 2                    # j > i: none in row T - 1, T - 1 in row 0
+    return attention_flops(T, d_model) - masked_pairs * 4 * d_model
 '''),
-    Alternative("crossover_length", "bisection on the counts of Exercise 5", '''
-def crossover_length(d_model, d_ff):
-    reaches = lambda T: attention_flops(T, d_model) >= ffn_flops(T, d_model, d_ff)
-    low, high = 1, 1
-    while not reaches(high):
-        high *= 2
-    while low < high:                 # the first T where attention reaches the FFN lies in [low, high]
-        middle = (low + high) // 2
-        if reaches(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    Alternative("causal_attention_flops", "row by row: query i against its i + 1 keys", '''
+def causal_attention_flops(T: int, d_model: int) -> int:
+    total = 4 * (2 * T * d_model * d_model)            # four (T, d) x (d, d) projections
+    for i in range(T):
+        keys = i + 1
+        total += 2 * keys * d_model                    # (1, d) x (d, keys): the scores of query i
+        total += 2 * keys * d_model                    # (1, keys) x (keys, d): its weighted sum
+    return total
+'''),
+    Alternative("causal_attention_flops", "numpy integers, the triangle as d·T·(T+1)·2, converted to int", '''
+def causal_attention_flops(T, d_model):
+    T, d = np.int64(T), np.int64(d_model)
+    return int(8 * T * d * d + 2 * d * T * (T + 1))
 '''),
     # ------------------------------------------------------------------ max_path_length
     Alternative("max_path_length", "integer arithmetic, a dict of the three kinds", '''

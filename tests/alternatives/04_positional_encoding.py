@@ -85,16 +85,20 @@ class LearnedPositionalEmbedding(nn.Module):
         return x + self.rows(positions)
 '''),
 
-    # ------------------------------------------------------------------ sinusoid_wavelength (question 1)
-    Alternative("sinusoid_wavelength", "2π divided by the frequency, through exp and log", '''
-def sinusoid_wavelength(i, d_model, base=10000.0):
-    omega = math.exp(-math.log(base) * 2 * i / d_model)
-    return math.tau / omega
+    # ------------------------------------------------------------------ encoding_distance (question 1)
+    Alternative("encoding_distance", "law of cosines: ‖a‖² + ‖b‖² − 2a·b with a·b = Σ cos(kω_i), numpy", '''
+def encoding_distance(m, n, d_model, base=10000.0):
+    omega = np.power(float(base), -np.arange(0, d_model, 2) / d_model)
+    dot = np.cos((m - n) * omega).sum()                # PE_m · PE_n depends on m - n only
+    return float(np.sqrt(max(d_model - 2 * dot, 0.0)))  # both rows have norm² d_model / 2
 '''),
-    Alternative("sinusoid_wavelength", "numpy, the exponent as the column index over d", '''
-def sinusoid_wavelength(i: int, d_model: int, base: float = 10000.0) -> float:
-    column = 2 * i
-    return float(2 * np.pi * np.power(float(base), column / d_model))
+    Alternative("encoding_distance", "translation invariance: the rows of 0 and m − n in float64 torch", '''
+def encoding_distance(m: int, n: int, d_model: int, base: float = 10000.0) -> float:
+    k = m - n                                          # PE_m, PE_n are PE_k, PE_0 turned by the same rotation
+    frequencies = torch.exp(-math.log(base) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    angles = torch.tensor([0.0, float(k)], dtype=torch.float64)[:, None] * frequencies
+    rows = torch.stack([angles.sin(), angles.cos()], dim=-1).reshape(2, d_model)
+    return torch.dist(rows[0], rows[1]).item()
 '''),
     # ------------------------------------------------------------------ pairs_that_cycle (question 2)
     Alternative("pairs_that_cycle", "closed form: the largest i with base^(2i/d) <= max_len / 2π, checked", '''
@@ -119,11 +123,11 @@ def pairs_that_cycle(max_len, d_model, base=10000.0):
     wavelengths = 2 * math.pi * torch.pow(torch.tensor(base, dtype=torch.float64), two_i / d_model)
     return int((wavelengths <= max_len).sum())
 '''),
-    Alternative("pairs_that_cycle", "stops at the first slow pair, calls sinusoid_wavelength", '''
+    Alternative("pairs_that_cycle", "stops at the first slow pair", '''
 def pairs_that_cycle(max_len, d_model, base=10000.0):
     count = 0
     for i in range(d_model // 2):
-        if sinusoid_wavelength(i, d_model, base) > max_len:
+        if math.tau * base ** (i / (d_model / 2)) > max_len:
             break                      # the wavelengths grow with i: every later pair is slower
         count += 1
     return count

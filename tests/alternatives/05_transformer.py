@@ -321,17 +321,7 @@ def ffn_share(d_model: int, d_ff: int, layer: str = "encoder") -> float:
     rest = attentions * 4 * d * (d + 1) + norms * 2 * d
     return 1.0 - rest / (rest + ffn)
 '''),
-    # ------------------------------------------------------------------ noam_peak (question 2)
-    Alternative("noam_peak", "the closed form (d_model · warmup)^-1/2", '''
-def noam_peak(d_model, warmup):
-    return int(warmup), 1.0 / math.sqrt(d_model * warmup)
-'''),
-    Alternative("noam_peak", "tries the steps around the warm-up with noam_lr", '''
-def noam_peak(d_model, warmup):
-    best = max(range(1, 2 * warmup + 2), key=lambda step: noam_lr(step, d_model, warmup))
-    return best, float(noam_lr(best, d_model, warmup))
-'''),
-    # ------------------------------------------------------------------ positions_processed (question 3)
+    # ------------------------------------------------------------------ positions_processed (question 2)
     Alternative("positions_processed", "a loop over the steps", '''
 def positions_processed(length, use_cache):
     total = 0
@@ -344,5 +334,17 @@ def positions_processed(length, use_cache):
     Alternative("positions_processed", "sum of a range, keyword default", '''
 def positions_processed(length: int, use_cache: bool = True) -> int:
     return length if use_cache else sum(range(1, length + 1))
+'''),
+    # ------------------------------------------------------------------ kv_cache_bytes_per_token (question 3)
+    Alternative("kv_cache_bytes_per_token", "the key projection's width d_model·n_kv_heads/n_heads, per layer", '''
+def kv_cache_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number=2):
+    kv_width = d_model * n_kv_heads // n_heads        # what k_proj (and v_proj) output per token
+    return n_layers * (kv_width + kv_width) * bytes_per_number
+'''),
+    Alternative("kv_cache_bytes_per_token", "the numel of a one-token cache laid out as (layers, k/v, heads, d_head)", '''
+def kv_cache_bytes_per_token(n_layers: int, d_model: int, n_heads: int, n_kv_heads: int,
+                             bytes_per_number: int = 2) -> int:
+    one_token = torch.empty(n_layers, 2, n_kv_heads, d_model // n_heads, device="meta")
+    return int(one_token.numel()) * int(bytes_per_number)
 '''),
 ]

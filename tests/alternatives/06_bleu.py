@@ -132,18 +132,24 @@ def sentence_bleu(hypothesis, references, max_n=4):
     return float(100 * brevity_penalty(len(h), lengths[0]) * np.exp(np.log(p).mean()))
 '''),
 
-    # ------------------------------------------------------------------ repeated_word_precision (question 1)
-    Alternative("repeated_word_precision", "the clipping rule by hand, with list.count", '''
-def repeated_word_precision(word, k, references):
-    most = max(reference.count(word) for reference in references)
-    return min(k, most) / k
-'''),
-    Alternative("repeated_word_precision", "Counters of the references and min(1, ratio)", '''
-def repeated_word_precision(word: str, k: int, references: list) -> float:
-    largest = 0
+    # ------------------------------------------------------------------ best_unigram_precision (question 1)
+    Alternative("best_unigram_precision", "the union of the references' Counters, capped at 1", '''
+def best_unigram_precision(length, references):
+    caps = Counter()
     for reference in references:
-        largest = max(largest, Counter(reference)[word])
-    return min(1.0, largest / k)
+        caps |= Counter(reference)            # the larger count of each word
+    return min(1.0, caps.total() / length)
+'''),
+    Alternative("best_unigram_precision", "builds the best candidate and scores it with modified_precision", '''
+def best_unigram_precision(length: int, references: list) -> float:
+    words = sorted({word for reference in references for word in reference})
+    candidate = []
+    for word in words:
+        candidate += [word] * max(reference.count(word) for reference in references)
+    candidate = candidate[:length]
+    candidate += ["<nothing>" + "_" * max(map(len, words), default=0)] * (length - len(candidate))
+    clipped, total = modified_precision(candidate, references, 1)
+    return clipped / total
 '''),
     # ------------------------------------------------------------------ best_possible_bleu (question 2)
     Alternative("best_possible_bleu", "the penalty written out, percent at the end", '''

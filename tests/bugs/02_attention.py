@@ -232,26 +232,29 @@ _STD_BUGS = [
     Bug("dot_product_score_std", "scaled and unscaled swapped", variant(_STD, "if scaled:", "if not scaled:")),
 ]
 
-# ----------------------------------------------------------------------------- score_tensor_floats
-_FLOATS = '''
-def score_tensor_floats(batch, t_query, t_key, d_attn, kind):
-    pairs = batch * t_query * t_key
-    if kind == "additive":
-        return pairs * d_attn
-    return pairs
+# ----------------------------------------------------------------------------- recency_window (question 2)
+_WINDOW = '''
+def recency_window(slope, position, coverage):
+    key_terms = slope * torch.arange(position + 1, dtype=torch.float64)
+    weights = torch.softmax(key_terms, dim=0)
+    newest_first = weights.flip(0).cumsum(0)
+    return min(int((newest_first < coverage).sum()) + 1, position + 1)
 '''
-_FLOATS_BUGS = [
-    Bug("score_tensor_floats", "batch forgotten", variant(_FLOATS, "batch * t_query * t_key", "t_query * t_key")),
-    Bug("score_tensor_floats", "additive without the d_attn factor", variant(_FLOATS, "return pairs * d_attn", "return pairs")),
-    Bug("score_tensor_floats", "t_query squared (self-attention assumed)",
-        variant(_FLOATS, "batch * t_query * t_key", "batch * t_query * t_query")),
-    Bug("score_tensor_floats", "d_attn counted for the dot product too",
-        variant(_FLOATS, "    return pairs\n", "    return pairs * d_attn\n")),
+_WINDOW_BUGS = [
+    Bug("recency_window", "an unlimited past: the window of a query with keys all the way back",
+        variant(_WINDOW, "return min(int((newest_first < coverage).sum()) + 1, position + 1)",
+                "return min(math.ceil(-math.log(1 - coverage) / slope), position + 1)")),
+    Bug("recency_window", "uniform weights: the key term left out", variant(_WINDOW, "slope * torch.arange", "0 * torch.arange")),
+    Bug("recency_window", "counts from the oldest key", variant(_WINDOW, "weights.flip(0).cumsum(0)", "weights.cumsum(0)")),
+    Bug("recency_window", "one key short: the largest window below coverage",
+        variant(_WINDOW, "(newest_first < coverage).sum()) + 1", "(newest_first < coverage).sum())")),
+    Bug("recency_window", "exponentials without the maximum subtracted (overflow)",
+        variant(_WINDOW, "torch.softmax(key_terms, dim=0)", "torch.exp(key_terms) / torch.exp(key_terms).sum()")),
 ]
 
 TEMPLATES = {"softmax": _SOFTMAX, "masked_softmax": _MASKED, "attention_lookup": _LOOKUP,
              "scaled_dot_product_attention": _SDPA, "AdditiveAttention": _ADDITIVE, "Seq2SeqAttentionRNN": _MODEL,
-             "dot_product_score_std": _STD, "score_tensor_floats": _FLOATS}
+             "dot_product_score_std": _STD, "recency_window": _WINDOW}
 
 BUGS = (_SOFTMAX_BUGS + _MASKED_BUGS + _LOOKUP_BUGS + _SDPA_BUGS + _ADDITIVE_BUGS + _MODEL_BUGS + _STD_BUGS
-        + _FLOATS_BUGS)
+        + _WINDOW_BUGS)

@@ -174,20 +174,24 @@ _VISIBLE_BUGS = [
         variant(_VISIBLE, "tokens[j] != pad_id", "tokens[j] != PAD_ID")),
 ]
 
-# ----------------------------------------------------------------------------- crossover_length
-_CROSSOVER = '''
-def crossover_length(d_model, d_ff):
-    T = 1
-    while attention_flops(T, d_model) < ffn_flops(T, d_model, d_ff):
-        T += 1
-    return T
+# ----------------------------------------------------------------------------- causal_attention_flops (question 2)
+_CAUSAL_FLOPS = '''
+def causal_attention_flops(T, d_model):
+    pairs = T * (T + 1) // 2
+    scores = 2 * pairs * d_model
+    weighted_sum = 2 * pairs * d_model
+    return 8 * T * d_model * d_model + scores + weighted_sum
 '''
-_CROSSOVER_BUGS = [
-    Bug("crossover_length", "> instead of >=: the first T where attention is strictly larger",
-        variant(_CROSSOVER, "attention_flops(T, d_model) < ffn_flops", "attention_flops(T, d_model) <= ffn_flops")),
-    Bug("crossover_length", "returns the last T where the FFN is larger", variant(_CROSSOVER, "return T", "return T - 1")),
-    Bug("crossover_length", "d_model in place of d_ff", variant(_CROSSOVER, "ffn_flops(T, d_model, d_ff)", "ffn_flops(T, d_model, d_model)")),
-    Bug("crossover_length", "search starts at T = 0, where both counts are 0", variant(_CROSSOVER, "T = 1", "T = 0")),
+_CAUSAL_FLOPS_BUGS = [
+    Bug("causal_attention_flops", "the diagonal masked too: T(T - 1)/2 pairs",
+        variant(_CAUSAL_FLOPS, "T * (T + 1) // 2", "T * (T - 1) // 2")),
+    Bug("causal_attention_flops", "half of the T² pairs, T²/2", variant(_CAUSAL_FLOPS, "T * (T + 1) // 2", "T * T // 2")),
+    Bug("causal_attention_flops", "the projections halved too",
+        variant(_CAUSAL_FLOPS, "8 * T * d_model * d_model", "4 * T * d_model * d_model")),
+    Bug("causal_attention_flops", "the weighted sum AV still over all T² pairs",
+        variant(_CAUSAL_FLOPS, "weighted_sum = 2 * pairs * d_model", "weighted_sum = 2 * T * T * d_model")),
+    Bug("causal_attention_flops", "one FLOP per multiply-add in the scores",
+        variant(_CAUSAL_FLOPS, "scores = 2 * pairs * d_model", "scores = pairs * d_model")),
 ]
 
 # ----------------------------------------------------------------------------- max_path_length
@@ -215,8 +219,8 @@ _PATH_BUGS = [
 
 TEMPLATES = {"causal_mask": _CAUSAL, "padding_mask": _PADDING, "split_heads": _SPLIT, "merge_heads": _MERGE,
              "MultiHeadAttention": _MHA, "attention_flops": _ATTENTION_FLOPS, "ffn_flops": _FFN_FLOPS,
-             "block_param_counts": _PARAMS, "visible_positions": _VISIBLE, "crossover_length": _CROSSOVER,
+             "block_param_counts": _PARAMS, "visible_positions": _VISIBLE, "causal_attention_flops": _CAUSAL_FLOPS,
              "max_path_length": _PATH}
 
 BUGS = (_CAUSAL_BUGS + _PADDING_BUGS + _SPLIT_BUGS + _MERGE_BUGS + _MHA_BUGS + _ATTENTION_FLOPS_BUGS + _FFN_FLOPS_BUGS
-        + _PARAMS_BUGS + _VISIBLE_BUGS + _CROSSOVER_BUGS + _PATH_BUGS)
+        + _PARAMS_BUGS + _VISIBLE_BUGS + _CAUSAL_FLOPS_BUGS + _PATH_BUGS)

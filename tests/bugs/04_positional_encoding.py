@@ -110,18 +110,28 @@ _LEARNED_BUGS = [
         variant(_LEARNED, "return x + self.embedding(positions)", "return self.embedding(positions).expand_as(x)")),
 ]
 
-# ----------------------------------------------------------------------------- sinusoid_wavelength (question 1)
-_WAVE = '''
-def sinusoid_wavelength(i, d_model, base=10000.0):
-    return 2 * math.pi * base ** (2 * i / d_model)
+# ----------------------------------------------------------------------------- encoding_distance (question 1)
+_DISTANCE = '''
+def encoding_distance(m, n, d_model, base=10000.0):
+    total = 0.0
+    for i in range(d_model // 2):
+        omega = base ** (-2 * i / d_model)
+        chord = 2 * math.sin((m - n) * omega / 2)
+        total += chord ** 2
+    return math.sqrt(total)
 '''
-_WAVE_BUGS = [
-    Bug("sinusoid_wavelength", "forgets the 2π: base^(2i/d) is 1/ω, not a wavelength",
-        variant(_WAVE, "2 * math.pi * base", "base")),
-    Bug("sinusoid_wavelength", "exponent i/d instead of 2i/d (pair index used as the column index)",
-        variant(_WAVE, "(2 * i / d_model)", "(i / d_model)")),
-    Bug("sinusoid_wavelength", "exponent inverted: 2π·ω_i instead of 2π/ω_i", variant(_WAVE, "(2 * i / d_model)", "(-2 * i / d_model)")),
-    Bug("sinusoid_wavelength", "half a turn: π instead of 2π", variant(_WAVE, "2 * math.pi * base", "math.pi * base")),
+_DISTANCE_BUGS = [
+    Bug("encoding_distance", "the two rows evaluated at m and n (float64 angles lose it at large positions)",
+        variant(_DISTANCE, "chord = 2 * math.sin((m - n) * omega / 2)\n        total += chord ** 2",
+                "total += (math.sin(m * omega) - math.sin(n * omega)) ** 2 + (math.cos(m * omega) - math.cos(n * omega)) ** 2")),
+    Bug("encoding_distance", "the squared distance", variant(_DISTANCE, "return math.sqrt(total)", "return total")),
+    Bug("encoding_distance", "the chord without halving the angle: 2 sin(kω)",
+        variant(_DISTANCE, "(m - n) * omega / 2", "(m - n) * omega")),
+    Bug("encoding_distance", "d_model pairs instead of d_model / 2", variant(_DISTANCE, "range(d_model // 2)", "range(d_model)")),
+    Bug("encoding_distance", "frequencies with the exponent i/d instead of 2i/d", variant(_DISTANCE, "(-2 * i / d_model)", "(-i / d_model)")),
+    Bug("encoding_distance", "the dot product PE_m · PE_n instead of the distance",
+        variant(variant(_DISTANCE, "chord = 2 * math.sin((m - n) * omega / 2)\n        total += chord ** 2",
+                        "total += math.cos((m - n) * omega)"), "return math.sqrt(total)", "return total")),
 ]
 
 # ----------------------------------------------------------------------------- pairs_that_cycle (question 2)
@@ -146,6 +156,6 @@ _CYCLE_BUGS = [
 
 TEMPLATES = {"sinusoidal_positional_encoding": _PE, "relative_rotation": _ROT, "apply_rope": _ROPE,
              "LearnedPositionalEmbedding": _LEARNED,
-             "sinusoid_wavelength": _WAVE, "pairs_that_cycle": _CYCLE}
+             "encoding_distance": _DISTANCE, "pairs_that_cycle": _CYCLE}
 
-BUGS = _PE_BUGS + _ROT_BUGS + _ROPE_BUGS + _LEARNED_BUGS + _WAVE_BUGS + _CYCLE_BUGS
+BUGS = _PE_BUGS + _ROT_BUGS + _ROPE_BUGS + _LEARNED_BUGS + _DISTANCE_BUGS + _CYCLE_BUGS

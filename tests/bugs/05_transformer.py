@@ -283,20 +283,7 @@ _SHARE_BUGS = [
     Bug("ffn_share", "a LayerNorm of the layer counted as d parameters (gamma only)", variant(_SHARE, "norm = 2 * d", "norm = d")),
 ]
 
-# ----------------------------------------------------------------------------------------------- noam_peak (question 2)
-_PEAK = '''
-def noam_peak(d_model, warmup):
-    step = warmup
-    return step, d_model ** -0.5 * warmup ** -0.5
-'''
-_PEAK_BUGS = [
-    Bug("noam_peak", "peak one step after the warm-up", variant(_PEAK, "step = warmup", "step = warmup + 1")),
-    Bug("noam_peak", "peak at step 0", variant(_PEAK, "step = warmup", "step = 0")),
-    Bug("noam_peak", "rate without the d_model^-0.5 factor", variant(_PEAK, "d_model ** -0.5 * warmup ** -0.5", "warmup ** -0.5")),
-    Bug("noam_peak", "rate from warmup^-1.5 without the step", variant(_PEAK, "warmup ** -0.5", "warmup ** -1.5")),
-]
-
-# ----------------------------------------------------------------------------------------------- positions_processed (question 3)
+# ----------------------------------------------------------------------------------------------- positions_processed (question 2)
 _POSITIONS = '''
 def positions_processed(length, use_cache):
     if use_cache:
@@ -311,9 +298,28 @@ _POSITIONS_BUGS = [
     Bug("positions_processed", "with the cache <bos> counted on top", variant(_POSITIONS, "return length\n", "return length + 1\n")),
 ]
 
+# ----------------------------------------------------------------------------------------------- kv_cache_bytes_per_token (question 3)
+_KV_BYTES = '''
+def kv_cache_bytes_per_token(n_layers, d_model, n_heads, n_kv_heads, bytes_per_number=2):
+    d_head = d_model // n_heads
+    per_layer = 2 * n_kv_heads * d_head
+    return n_layers * per_layer * bytes_per_number
+'''
+_KV_BYTES_BUGS = [
+    Bug("kv_cache_bytes_per_token", "keys only: the values forgotten",
+        variant(_KV_BYTES, "per_layer = 2 * n_kv_heads * d_head", "per_layer = n_kv_heads * d_head")),
+    Bug("kv_cache_bytes_per_token", "grouped-query attention ignored: n_heads key/value heads",
+        variant(_KV_BYTES, "2 * n_kv_heads * d_head", "2 * n_heads * d_head")),
+    Bug("kv_cache_bytes_per_token", "head width d_model / n_kv_heads: the full width per layer",
+        variant(_KV_BYTES, "d_head = d_model // n_heads", "d_head = d_model // n_kv_heads")),
+    Bug("kv_cache_bytes_per_token", "one layer's cache", variant(_KV_BYTES, "return n_layers * per_layer", "return per_layer")),
+    Bug("kv_cache_bytes_per_token", "bits instead of bytes",
+        variant(_KV_BYTES, "* bytes_per_number\n", "* bytes_per_number * 8\n")),
+]
+
 TEMPLATES = {"PositionwiseFeedForward": _FFN, "EncoderLayer": _ENC, "DecoderLayer": _DEC, "Transformer": _MODEL,
              "transformer_param_count": _COUNT, "label_smoothed_cross_entropy": _LS, "noam_lr": _NOAM,
              "greedy_decode": _GREEDY,
-             "ffn_share": _SHARE, "noam_peak": _PEAK, "positions_processed": _POSITIONS}
+             "ffn_share": _SHARE, "positions_processed": _POSITIONS, "kv_cache_bytes_per_token": _KV_BYTES}
 
-BUGS = _FFN_BUGS + _ENC_BUGS + _DEC_BUGS + _MODEL_BUGS + _COUNT_BUGS + _LS_BUGS + _NOAM_BUGS + _GREEDY_BUGS + _SHARE_BUGS + _PEAK_BUGS + _POSITIONS_BUGS
+BUGS = _FFN_BUGS + _ENC_BUGS + _DEC_BUGS + _MODEL_BUGS + _COUNT_BUGS + _LS_BUGS + _NOAM_BUGS + _GREEDY_BUGS + _SHARE_BUGS + _POSITIONS_BUGS + _KV_BYTES_BUGS

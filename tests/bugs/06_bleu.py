@@ -164,20 +164,26 @@ _SENTENCE_BUGS = [
         variant(_SENTENCE, _CLOSEST, "min(len(ref) for ref in ref_tokens)")),
 ]
 
-# ----------------------------------------------------------------------------- repeated_word_precision (question 1)
-_REPEAT = '''
-def repeated_word_precision(word, k, references):
-    most = max(reference.count(word) for reference in references)
-    return min(k, most) / k
+# ----------------------------------------------------------------------------- best_unigram_precision (question 1)
+_BEST_UNIGRAM = '''
+def best_unigram_precision(length, references):
+    caps = Counter()
+    for reference in references:
+        for word, count in Counter(reference).items():
+            caps[word] = max(caps[word], count)
+    credit = sum(caps.values())
+    return min(length, credit) / length
 '''
-_REPEAT_BUGS = [
-    Bug("repeated_word_precision", "sum over the references instead of the max",
-        variant(_REPEAT, "max(reference.count(word) for", "sum(reference.count(word) for")),
-    Bug("repeated_word_precision", "no clipping: every repeat counts once the word is in a reference",
-        variant(_REPEAT, "min(k, most) / k", "(k if most else 0) / k")),
-    Bug("repeated_word_precision", "divides by the first reference's length", variant(_REPEAT, "/ k\n", "/ len(references[0])\n")),
-    Bug("repeated_word_precision", "only the first reference",
-        variant(_REPEAT, "max(reference.count(word) for reference in references)", "references[0].count(word)")),
+_BEST_UNIGRAM_BUGS = [
+    Bug("best_unigram_precision", "sum over the references instead of the max",
+        variant(_BEST_UNIGRAM, "caps[word] = max(caps[word], count)", "caps[word] += count")),
+    Bug("best_unigram_precision", "copies the longest reference: one reference's words only",
+        variant(_BEST_UNIGRAM, "credit = sum(caps.values())", "credit = max(len(reference) for reference in references)")),
+    Bug("best_unigram_precision", "no cap at the length: a precision above 1",
+        variant(_BEST_UNIGRAM, "min(length, credit) / length", "credit / length")),
+    Bug("best_unigram_precision", "each word credited once", variant(_BEST_UNIGRAM, "credit = sum(caps.values())", "credit = len(caps)")),
+    Bug("best_unigram_precision", "the caps of the first reference only",
+        variant(_BEST_UNIGRAM, "for reference in references:", "for reference in references[:1]:")),
 ]
 
 # ----------------------------------------------------------------------------- best_possible_bleu (question 2)
@@ -199,6 +205,6 @@ _BEST_BUGS = [
 
 TEMPLATES = {"ngrams": _NGRAMS, "modified_precision": _PRECISION, "brevity_penalty": _BP, "corpus_bleu": _CORPUS,
              "sentence_bleu": _SENTENCE,
-             "repeated_word_precision": _REPEAT, "best_possible_bleu": _BEST}
+             "best_unigram_precision": _BEST_UNIGRAM, "best_possible_bleu": _BEST}
 
-BUGS = _NGRAMS_BUGS + _PRECISION_BUGS + _BP_BUGS + _CORPUS_BUGS + _SENTENCE_BUGS + _REPEAT_BUGS + _BEST_BUGS
+BUGS = _NGRAMS_BUGS + _PRECISION_BUGS + _BP_BUGS + _CORPUS_BUGS + _SENTENCE_BUGS + _BEST_UNIGRAM_BUGS + _BEST_BUGS
