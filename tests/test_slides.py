@@ -580,7 +580,9 @@ def lecture_viewport(driver):
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-@pytest.fixture(scope="module")
+# Session-scoped: xdist runs the browser group's tests of several modules on one worker, interleaved,
+# and a module-scoped fixture is built again each time the worker comes back to this module.
+@pytest.fixture(scope="session")
 def lecture_decks(tmp_path_factory):
     """Every assignment's deck through `course slides` in smoke, in a scratch copy of the course.
 
