@@ -18,6 +18,7 @@ from course_lib.attention import MultiHeadAttention, causal_mask
 from course_lib.gpt import (GPT, CausalSelfAttention, CountingModel, GPTBlock, GPTConfig, KVCache, RMSNorm, SwiGLU,
                             param_count)
 from course_lib.lm_stand_ins import StandInLM
+from course_lib.checkpoints import load_checkpoint
 from course_lib.ngram import ngram_baselines, ngram_nats_per_token
 from course_lib.lm_train import (LMTrainConfig, configure_optimizer, cosine_lr, estimate_lm_time, estimate_loss, train_lm,
                                  train_step)
@@ -334,6 +335,35 @@ def test_train_lm_learns_a_tiny_text():
     history = train_lm(model, data, data, cfg, progress=False)
     assert history.valid_loss[-1] < 1.2 < math.log(7) and history.step == [40, 80]  # below log V: it learned the characters
     assert estimate_loss(model, data, 16, 4, 2) == pytest.approx(estimate_loss(model, data, 16, 4, 2))
+
+
+def test_a_stopped_run_resumes_bit_for_bit(tmp_path):
+    """Stopped after 7 updates (between evaluations), saved, resumed into a model built with other
+    weights: the same weights, optimizer moments and history as the run that never stopped (dropout on)."""
+    data = CharVocab.from_text("abcab" * 10).encode("abcab" * 200)
+    cfg = LMTrainConfig(steps=16, batch_size=4, context=8, warmup=3, eval_every=5, eval_batches=1)
+    results = []
+    for stop_after in (None, 7):
+        seed_everything(13)
+        model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
+        path = tmp_path / f"run-{stop_after}.pt"
+        history = train_lm(model, data, data, cfg, progress=False, checkpoint=path, stop_after=stop_after)
+        if stop_after is not None:
+            assert history.step == [5] and load_checkpoint(path)["extra"]["step"] == 7
+            seed_everything(99)                                # another initialisation and global random state
+            model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
+            history = train_lm(model, data, data, cfg, progress=False, checkpoint=path, resume=True)
+        results.append((model, history, load_checkpoint(path)["extra"]))
+    (straight, h1, end1), (resumed, h2, end2) = results
+    assert all(torch.equal(a, b) for a, b in zip(straight.parameters(), resumed.parameters()))
+    assert _lm_result(h1) == _lm_result(h2) and h1.step == [5, 10, 15, 16]
+    assert end1["step"] == end2["step"] == 16
+    moments = [(s["exp_avg"], s["exp_avg_sq"]) for s in end1["optimizer"]["state"].values()]
+    assert all(torch.equal(a, b) for m1, m2 in zip(moments, [(s["exp_avg"], s["exp_avg_sq"])
+                                                            for s in end2["optimizer"]["state"].values()])
+               for a, b in zip(m1, m2))
+    with pytest.raises(ValueError, match="checkpoint"):
+        train_lm(GPT(tiny(vocab_size=7, n_layers=1)), data, data, cfg, progress=False, resume=True)
 
 
 def _tiny_lm_run(clock, steps=30, probe=False, **cfg):
