@@ -245,9 +245,12 @@ def test_no_sample_in_any_profile_is_longer_than_the_trained_context():
     generates with the trained model goes through a function that refuses more than max_len positions."""
     code = _notebook_07_code()
     hp_cell = next(source for source in code if "HP = by_profile(" in source)
-    hp_call = next(node.value for node in ast.parse(hp_cell).body
-                   if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "HP")
-    profiles = eval(compile(ast.Expression(hp_call.args[0]), "HP", "eval"), {"dict": dict})  # the literal table
+    body = ast.parse(hp_cell).body
+    at = next(i for i, node in enumerate(body)
+              if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "HP")
+    names = {"dict": dict}
+    exec(compile(ast.Module(body[:at], type_ignores=[]), "HP", "exec"), names)  # the constants the table names
+    profiles = eval(compile(ast.Expression(body[at].value.args[0]), "HP", "eval"), names)  # the table itself
     assert set(profiles) == {"smoke", "laptop", "gpu"}
     for name, profile in profiles.items():
         assert "max_len" not in profile["model"], f"{name}: max_len is set from the training window, not by hand"
