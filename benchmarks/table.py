@@ -165,6 +165,15 @@ def _against_nanogpt(flat: dict) -> tuple[str, bool]:
     return measured, ours["valid_loss"] < theirs["valid_loss"]
 
 
+def _ablation(flat: dict) -> tuple[str, bool]:
+    """Every variant of 07's positions/score ablation below the bigram line in every seed, two seeds at least."""
+    ablation, bigram = flat["ablation"], flat["baselines"]["bigram"]
+    worst = {label: max(losses) for label, losses in ablation["valid_loss"].items()}
+    measured = (f"bigram {bigram:.3f}; worst seed of {len(ablation['seeds'])}: "
+                + ", ".join(f"{label} {loss:.3f}" for label, loss in worst.items()))
+    return measured, len(ablation["seeds"]) >= 2 and all(loss < bigram for loss in worst.values())
+
+
 def _kv_cache(flat: dict) -> tuple[str, bool]:
     cache = flat["kv_cache"]
     speedup = cache["seconds_recompute"] / cache["seconds_cached"]  # not the rounded figure the notebook prints
@@ -188,6 +197,8 @@ def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple
                                         "nats/char", partial(_valid_loss, limit=language_model.TARGET)),
                   ("07_language_model", "GPT (07): lower validation loss than nanoGPT's CPU recipe at equal "
                                         "training time", _against_nanogpt),
+                  ("07_language_model", "GPT (07): every ablation variant below the bigram baseline, ≥ 2 seeds",
+                   _ablation),
                   ("07_language_model", f"GPT (07): KV-cache generation ≥ {language_model.KV_CACHE_SPEEDUP:g}× "
                                         "faster than recomputation, identical tokens", _kv_cache)]
     else:

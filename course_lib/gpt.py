@@ -32,7 +32,7 @@ class GPTConfig:
     n_heads: int = 4                # query heads; d_head = d_model // n_heads
     n_kv_heads: int | None = None   # key/value heads (grouped-query attention); None = n_heads
     d_ff: int = 344                 # hidden width of the FFN (Llama: about 8/3 d_model for SwiGLU)
-    max_len: int = 256              # longest context (rows of a learned position table)
+    max_len: int = 256              # longest context: the training window (and rows of a learned position table)
     positional: str = "rope"        # "rope" (rotate q, k), "learned", "sinusoidal" (added) or "none"
     tie_output: bool = True         # the output layer reuses the token embedding matrix
     style: str = "llama"            # "llama": RMSNorm, SwiGLU, no biases; "gpt2": LayerNorm, GELU MLP, biases

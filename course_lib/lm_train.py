@@ -8,16 +8,22 @@
 
 ``train_lm`` runs that loop for a number of updates, with a progress bar (its ETA is this machine's)
 and the validation loss on fixed windows every ``eval_every`` steps; ``estimate_lm_time`` says how
-long it will take before it starts. The result depends on the config and the seed, not on the machine's speed
+long it will take before it starts. With ``checkpoint=path`` it saves everything the run needs to go
+on (weights, AdamW's moments, the batch sampler's and dropout's random states, the step, the history)
+when it stops, after
+``stop_after`` updates or at the end; ``resume=True`` continues from that file, and the continued run
+is bit-for-bit the run that never stopped. The result depends on the config and the seed, not on the machine's speed
 (the same arithmetic gives the same numbers; another thread count or CPU can change their last digits).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -123,20 +129,51 @@ def estimate_lm_time(model: nn.Module, train_ids: torch.Tensor, cfg: LMTrainConf
     return time_updates(update, cfg.steps, probe_updates=probe_updates, device=device, clock=clock)
 
 
+def save_training(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, generator: torch.Generator,
+                  step: int, history: LMHistory, running: float, count: int, spent: float) -> Path:
+    """A checkpoint (``course_lib.checkpoints``) of a run stopped after ``step`` updates, to resume exactly."""
+    from course_lib.checkpoints import save_checkpoint
+
+    config = getattr(model, "config", None)
+    return save_checkpoint(path, model, config=config if dataclasses.is_dataclass(config) else None, extra={
+        "step": step, "optimizer": optimizer.state_dict(), "generator": generator.get_state(),
+        "torch_rng": torch.get_rng_state(),  # dropout draws from the global generator
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "history": dataclasses.asdict(history), "running": running, "count": count, "spent": spent})
+
+
 def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, cfg: LMTrainConfig,
-             progress: bool = True, step_fn=None, clock: Clock = time.perf_counter) -> LMHistory:
+             progress: bool = True, step_fn=None, clock: Clock = time.perf_counter,
+             checkpoint: str | Path | None = None, stop_after: int | None = None, resume: bool = False) -> LMHistory:
     """The loop of the module docstring with course_lib's reference pieces (or ``step_fn``), for
     ``cfg.steps`` updates. ``clock`` only measures (seconds, tokens/s); ``cfg.max_minutes``, when set,
-    is a safety net that stops the run with one line saying so (``LMHistory.stopped_early``)."""
+    is a safety net that stops the run with one line saying so (``LMHistory.stopped_early``).
+
+    ``checkpoint``: where to save the run when it stops (after ``stop_after`` updates in all, or at the
+    end); with ``resume``, the run continues from that file (weights, optimizer, sampler, step, history)."""
     from tqdm.auto import tqdm
+
+    from course_lib.checkpoints import load_checkpoint
 
     step_fn = step_fn or train_step
     device = next(model.parameters()).device
     optimizer = configure_optimizer(model, cfg.max_lr, cfg.weight_decay)
     g = torch.Generator().manual_seed(cfg.seed)
-    history, running, count, spent = LMHistory(), 0.0, 0, 0.0
+    history, running, count, spent, first = LMHistory(), 0.0, 0, 0.0, 0
+    if resume:
+        if checkpoint is None:
+            raise ValueError("resume=True needs the checkpoint to resume from")
+        state = load_checkpoint(checkpoint, model, map_location=device)["extra"]
+        optimizer.load_state_dict(state["optimizer"])
+        g.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        history = LMHistory(**state["history"])
+        first, running, count, spent = state["step"], state["running"], state["count"], state["spent"]
+    last_step = cfg.steps if stop_after is None else min(cfg.steps, stop_after)
     model.train()
-    bar = tqdm(range(cfg.steps), disable=not progress, leave=False)
+    bar = tqdm(range(first, last_step), disable=not progress, leave=False)
     for step in bar:
         lr = cosine_lr(step, cfg.max_lr, cfg.warmup, cfg.steps, cfg.min_lr)
         for group in optimizer.param_groups:
@@ -149,7 +186,7 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
         if step < cfg.steps - 1 and cfg.max_minutes is not None and spent >= 60 * cfg.max_minutes:
             history.stopped_early = safety_net_message(cfg.max_minutes, step + 1, cfg.steps, spent / 60)
         last = step == cfg.steps - 1 or history.stopped_early is not None
-        if (step + 1) % cfg.eval_every == 0 or last:
+        if (step + 1) % cfg.eval_every == 0 or last:  # a pause (stop_after) is not an evaluation: resuming changes nothing
             history.step.append(step + 1)
             history.train_loss.append(running / count)
             history.valid_loss.append(estimate_loss(model, valid_ids, cfg.context, cfg.batch_size, cfg.eval_batches))
@@ -158,7 +195,11 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
             running, count = 0.0, 0
         if last:
             break
-    history.tokens_per_s = history.step[-1] * cfg.batch_size * cfg.context / max(spent, 1e-9)
+    done = step + 1 if last_step > first else first
+    if checkpoint is not None:
+        save_training(Path(checkpoint), model, optimizer, g, done, history, running, count, spent)
+    if history.step:
+        history.tokens_per_s = history.step[-1] * cfg.batch_size * cfg.context / max(spent, 1e-9)
     model.eval()
     if history.stopped_early:
         print(history.stopped_early, file=sys.stderr)
@@ -166,4 +207,4 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
 
 
 __all__ = ["LMHistory", "LMTrainConfig", "configure_optimizer", "cosine_lr", "estimate_lm_time", "estimate_loss",
-           "train_lm", "train_step"]
+           "save_training", "train_lm", "train_step"]

@@ -14,6 +14,11 @@ The rules, exactly:
   in that order total less than top_p. So the token that crosses top_p is kept, the most probable
   token always is, and nothing more once the total has reached top_p exactly.
 * the token is drawn with ``torch.multinomial(probs, 1, generator=generator)``.
+
+``generate`` stays inside the context the model was trained on: a model with a ``config.max_len``
+(course_lib's ``GPT``, whose ``max_len`` the notebook sets to the training window) refuses a prompt
+plus new tokens longer than that, because positions it never trained at are predicted far worse
+(notebook 07 plots the loss per position). ``check_context`` is that test, for other loops.
 """
 from __future__ import annotations
 
@@ -42,6 +47,19 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
     return torch.multinomial(probs, 1, generator=generator)[:, 0]                     # (B,)
 
 
+def trained_context(model) -> int | None:
+    """The longest sequence ``model`` was trained on (``model.config.max_len``), or None if it does not say."""
+    return getattr(getattr(model, "config", None), "max_len", None)
+
+
+def check_context(model, length: int) -> None:
+    """Raise ValueError if ``length`` positions do not fit in the context ``model`` was trained on."""
+    context = trained_context(model)
+    if context is not None and length > context:
+        raise ValueError(f"{length} positions, but the model was trained on windows of {context}: ask for at most "
+                         f"{context} positions in all (prompt + new tokens), or crop the prompt")
+
+
 @torch.no_grad()
 def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
              top_k: int | None = None, top_p: float | None = None, use_cache: bool = True,
@@ -51,7 +69,9 @@ def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: floa
     With ``use_cache`` the prompt goes through the model once and every later step feeds only the
     newest token (``model(token, caches=caches)`` with one ``KVCache`` per block); without, every
     step feeds the whole sequence. The model is put in eval mode and left as it was found.
+    ``T0 + max_new_tokens`` must fit in the model's trained context (``check_context``).
     """
+    check_context(model, prompt.shape[1] + max_new_tokens)
     caches = [KVCache() for _ in model.blocks] if use_cache else None
     out, step_input = prompt, prompt                                                   # (B, T0)
     with eval_mode(model):
@@ -63,4 +83,4 @@ def generate(model, prompt: torch.Tensor, max_new_tokens: int, temperature: floa
     return out
 
 
-__all__ = ["generate", "sample_next"]
+__all__ = ["check_context", "generate", "sample_next", "trained_context"]

@@ -1,8 +1,12 @@
 """course_lib.gpt, .sampling, .lm_train, .lm_stand_ins and .shakespeare (notebook 07's references),
 checked against torch's own modules and closed forms. Small sizes: the whole file runs in seconds."""
+import ast
 import io
 import math
+import re
 import tarfile
+from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,11 +18,13 @@ from course_lib.attention import MultiHeadAttention, causal_mask
 from course_lib.gpt import (GPT, CausalSelfAttention, CountingModel, GPTBlock, GPTConfig, KVCache, RMSNorm, SwiGLU,
                             param_count)
 from course_lib.lm_stand_ins import StandInLM
+from course_lib.checkpoints import load_checkpoint
+from course_lib.ngram import ngram_baselines, ngram_nats_per_token
 from course_lib.lm_train import (LMTrainConfig, configure_optimizer, cosine_lr, estimate_lm_time, estimate_loss, train_lm,
                                  train_step)
 from course_lib.params import LLAMA_TABLE, decoder_only_param_count, gpt_param_count, llama_param_count
 from course_lib.positional import apply_rope
-from course_lib.sampling import generate, sample_next
+from course_lib.sampling import check_context, generate, sample_next
 from course_lib import shakespeare
 from course_lib.shakespeare import (CharVocab, DataMissingError, load_corpus, random_windows, read_plays, sample_corpus,
                                     split_by_play, strip_gutenberg)
@@ -205,6 +211,92 @@ def test_stand_in_model_follows_the_gpt_protocol():
     assert torch.equal(generate(model, prompt, 8, temperature=0), generate(model, prompt, 8, temperature=0, use_cache=False))
 
 
+def test_generate_stays_inside_the_trained_context():
+    model = GPT(tiny(max_len=12)).eval()
+    prompt = torch.randint(0, 17, (2, 5))
+    assert generate(model, prompt, 7, temperature=0).shape == (2, 12)          # exactly one window: allowed
+    for use_cache in (True, False):
+        with pytest.raises(ValueError, match="trained on windows of 12"):
+            generate(model, prompt, 8, temperature=0, use_cache=use_cache)
+    with pytest.raises(ValueError, match="trained on windows of 12"):
+        check_context(CountingModel(model), 13)
+    check_context(StandInLM(), 10_000)                                         # a model that does not say: no limit
+
+
+NOTEBOOK_07 = Path(__file__).resolve().parents[1] / "solutions" / "07_language_model" / "07_language_model.ipynb"
+GENERATORS = {"generate", "timed_greedy"}  # the notebook's ways of producing text from the trained model
+
+
+def _notebook_07_code() -> list[str]:
+    import nbformat
+
+    notebook = nbformat.read(NOTEBOOK_07, as_version=4)
+    return [re.sub(r"(?m)^[%!].*$", "", cell.source) for cell in notebook.cells   # IPython magics are not Python
+            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("solution")
+            and not cell.metadata.get("nbgrader", {}).get("grade")]
+
+
+def _called_name(call: ast.Call) -> str:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+
+
+def test_no_sample_in_any_profile_is_longer_than_the_trained_context():
+    """Every profile's model has max_len = its training window, and every piece of text the notebook
+    generates with the trained model goes through a function that refuses more than max_len positions."""
+    code = _notebook_07_code()
+    hp_cell = next(source for source in code if "HP = by_profile(" in source)
+    body = ast.parse(hp_cell).body
+    at = next(i for i, node in enumerate(body)
+              if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "HP")
+    names = {"dict": dict}
+    exec(compile(ast.Module(body[:at], type_ignores=[]), "HP", "exec"), names)  # the constants the table names
+    profiles = eval(compile(ast.Expression(body[at].value.args[0]), "HP", "eval"), names)  # the table itself
+    assert set(profiles) == {"smoke", "laptop", "gpu"}
+    for name, profile in profiles.items():
+        assert "max_len" not in profile["model"], f"{name}: max_len is set from the training window, not by hand"
+        assert profile["train"]["context"] >= 16, name
+    assert re.search(r"cfg = GPTConfig\(vocab_size=V, max_len=train_cfg\.context, \*\*HP\[\"model\"\]\)", hp_cell)
+    # every generation call from the trained model: course_lib's generate (guarded) or timed_greedy, which checks
+    calls = [node for source in code for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Call) and _called_name(node) in GENERATORS]
+    assert calls, "the notebook generates text somewhere"
+    for call in calls:
+        if _called_name(call) == "generate":
+            assert ast.unparse(call.func) == "course_lib.sampling.generate", ast.unparse(call)
+    greedy = next(node for source in code for node in ast.walk(ast.parse(source))
+                  if isinstance(node, ast.FunctionDef) and node.name == "timed_greedy")
+    assert any(isinstance(node, ast.Call) and _called_name(node) == "check_context" for node in ast.walk(greedy))
+
+
+# ----------------------------------------------------------------------------------------------- n-gram baselines
+def _ngram_by_hand(train, valid, n, V, alpha):
+    counts = Counter(tuple(train[i:i + n]) for i in range(len(train) - n + 1))
+    contexts = Counter(tuple(train[i:i + n - 1]) for i in range(len(train) - n + 1))
+    logs = [math.log((counts[tuple(valid[i:i + n])] + alpha) / (contexts[tuple(valid[i:i + n - 1])] + alpha * V))
+            for i in range(len(valid) - n + 1)]
+    return -sum(logs) / len(logs)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_ngram_equals_counting_by_hand(order):
+    g = torch.Generator().manual_seed(order)
+    train, valid = torch.randint(0, 6, (300,), generator=g), torch.randint(0, 6, (80,), generator=g)
+    for alpha in (1.0, 0.1):
+        want = _ngram_by_hand(train.tolist(), valid.tolist(), order, 6, alpha)
+        assert ngram_nats_per_token(train, valid, order, 6, alpha) == pytest.approx(want, rel=1e-12)
+
+
+def test_ngram_baselines_order_and_limits():
+    cycle = torch.arange(5).repeat(40)                                     # every next token is determined
+    lines = ngram_baselines(cycle, cycle[:50], 5, alpha=1e-3)
+    assert lines.unigram == pytest.approx(math.log(5), rel=1e-3)           # frequencies alone: uniform
+    assert lines.bigram < 0.01 and lines.trigram < 0.01                    # one character of context suffices
+    with pytest.raises(ValueError):
+        ngram_nats_per_token(cycle, cycle, 12, 5000)                       # too large a table
+    with pytest.raises(ValueError):
+        ngram_nats_per_token(cycle, cycle[:2], 3, 5)                       # no full trigram to score
+
+
 # ----------------------------------------------------------------------------------------------- training loop
 def test_configure_optimizer_decays_matrices_only():
     for tie in (True, False):
@@ -246,6 +338,35 @@ def test_train_lm_learns_a_tiny_text():
     history = train_lm(model, data, data, cfg, progress=False)
     assert history.valid_loss[-1] < 1.2 < math.log(7) and history.step == [40, 80]  # below log V: it learned the characters
     assert estimate_loss(model, data, 16, 4, 2) == pytest.approx(estimate_loss(model, data, 16, 4, 2))
+
+
+def test_a_stopped_run_resumes_bit_for_bit(tmp_path):
+    """Stopped after 7 updates (between evaluations), saved, resumed into a model built with other
+    weights: the same weights, optimizer moments and history as the run that never stopped (dropout on)."""
+    data = CharVocab.from_text("abcab" * 10).encode("abcab" * 200)
+    cfg = LMTrainConfig(steps=16, batch_size=4, context=8, warmup=3, eval_every=5, eval_batches=1)
+    results = []
+    for stop_after in (None, 7):
+        seed_everything(13)
+        model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
+        path = tmp_path / f"run-{stop_after}.pt"
+        history = train_lm(model, data, data, cfg, progress=False, checkpoint=path, stop_after=stop_after)
+        if stop_after is not None:
+            assert history.step == [5] and load_checkpoint(path)["extra"]["step"] == 7
+            seed_everything(99)                                # another initialisation and global random state
+            model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
+            history = train_lm(model, data, data, cfg, progress=False, checkpoint=path, resume=True)
+        results.append((model, history, load_checkpoint(path)["extra"]))
+    (straight, h1, end1), (resumed, h2, end2) = results
+    assert all(torch.equal(a, b) for a, b in zip(straight.parameters(), resumed.parameters()))
+    assert _lm_result(h1) == _lm_result(h2) and h1.step == [5, 10, 15, 16]
+    assert end1["step"] == end2["step"] == 16
+    moments = [(s["exp_avg"], s["exp_avg_sq"]) for s in end1["optimizer"]["state"].values()]
+    assert all(torch.equal(a, b) for m1, m2 in zip(moments, [(s["exp_avg"], s["exp_avg_sq"])
+                                                            for s in end2["optimizer"]["state"].values()])
+               for a, b in zip(m1, m2))
+    with pytest.raises(ValueError, match="checkpoint"):
+        train_lm(GPT(tiny(vocab_size=7, n_layers=1)), data, data, cfg, progress=False, resume=True)
 
 
 def _tiny_lm_run(clock, steps=30, probe=False, **cfg):
