@@ -97,11 +97,11 @@ def _flag_counts(flagged: dict[frozenset, bool]) -> dict[str, str | int]:
 
 
 def run(assignment_id: str, students: int, rounds: int) -> dict:
-    from course_lib.instructor import canonical
-    from course_lib.instructor.cli import main as course
-    from course_lib.instructor.course import assignments
-    from course_lib.instructor.sample import scratch_course
-    from course_lib.instructor.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints, fingerprinted,
+    from course_tools.classroom import canonical
+    from course_tools.cli import main as course
+    from course_tools.course import assignments
+    from course_tools.publishing.sample import scratch_course
+    from course_tools.classroom.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints, fingerprinted,
                                                   given_cells)
     from tests.test_similarity import write_class
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor.cli import main
+from course_tools.cli import main
 
 from .accounts import Step, accounts, act_as_students, finish_students, start_students  # noqa: F401 (a fixture)
 from .class_inputs.catalogue import DOWNLOADS, HONEST, INBOXES, ROSTER, SECRET_OF_THE_SOLUTION, honest_entries, notebook, zeros

@@ -16,8 +16,9 @@ def _split(requirement: str) -> tuple[str, str]:
 
 
 def _pyproject() -> dict[str, str]:
+    """The base dependencies and the instructor's extra: what the course folder's environment holds."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return dict(_split(r) for r in project["dependencies"])
+    return dict(_split(r) for r in project["dependencies"] + project["optional-dependencies"]["instructor"])
 
 
 def _environment() -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""The grading record (course_lib/instructor/records.py): one model, one reader, for every command."""
+"""The grading record (course_tools/grading/records.py): one model, one reader, for every command."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.course import Assignment
-from course_lib.instructor.records import RECORD, REVIEW, BadRecord, Check, Result, read_record, write_record
+from course_tools.course import Assignment
+from course_tools.grading.records import RECORD, REVIEW, BadRecord, Check, Result, read_record, write_record
 
 from .conftest import ROOT
 

@@ -16,15 +16,15 @@ import time
 import nbformat
 import pytest
 
-from course_lib.instructor import slide_layout
-from course_lib.instructor import slides as slides_module
-from course_lib.instructor.chromium import pdf_pages
-from course_lib.instructor.cli import main
-from course_lib.instructor.course import Assignment, CourseError, assignments
-from course_lib.instructor.execute import Execution
-from course_lib.instructor.notebooks import read_notebook
-from course_lib.instructor.slide_layout import lay_out
-from course_lib.instructor.slides import (SEED_TOPICS, SEEDS, copy_assets, executed, print_pdf,
+from course_tools.publishing import slide_layout
+from course_tools.publishing import slides as slides_module
+from course_tools.publishing.chromium import pdf_pages
+from course_tools.cli import main
+from course_tools.course import Assignment, CourseError, assignments
+from course_tools.publishing.execute import Execution
+from course_tools.notebooks import read_notebook
+from course_tools.publishing.slide_layout import lay_out
+from course_tools.publishing.slides import (SEED_TOPICS, SEEDS, copy_assets, executed, print_pdf,
                                           render, slide_count, slides, slides_in, topics, vendor_dir, write_index)
 
 from . import browser
@@ -146,7 +146,7 @@ def _fake_execute(calls):
 def test_executed_copies_are_reused_only_when_fresh_and_from_the_same_profile(tmp_path, monkeypatch):
     import io
 
-    from course_lib.instructor import execute as execute_module
+    from course_tools.publishing import execute as execute_module
 
     make_toy_course(tmp_path)
     calls = []

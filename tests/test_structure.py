@@ -82,8 +82,8 @@ def test_each_special_token_id_has_one_definition(name):
 
 @pytest.mark.parametrize("module, must_not_load", [
     ("course_lib.train", "course_lib.recipes"),       # the training loop knows no recipe
-    ("course_lib.instructor.grades", "torch"),        # exporting grades needs no torch
-    ("course_lib.instructor.feedback", "torch"),
+    ("course_tools.classroom.grades", "torch"),        # exporting grades needs no torch
+    ("course_tools.grading.feedback", "torch"),
 ])
 def test_import_graph(module, must_not_load):
     loaded = subprocess.run([sys.executable, "-c", f"import sys, {module}; print({must_not_load!r} in sys.modules)"],
@@ -94,13 +94,13 @@ def test_import_graph(module, must_not_load):
 def test_the_grader_parses_python_through_pyparse_only():
     """``course autograde`` parses in several threads, and CPython 3.11's ast.parse is not safe there
     (test_autograde.py::test_parses_in_threads_never_fail): every parse of the instructor's tooling
-    goes through course_lib.instructor.pyparse, which makes them take turns."""
+    goes through course_tools.pyparse, which makes them take turns."""
     found = [f"{path.relative_to(ROOT)}:{node.lineno}"
              for path, tree in _modules("course_lib") if path.name != "pyparse.py"
              for node in ast.walk(tree)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
              and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"]
-    assert not found, "ast.parse outside course_lib/instructor/pyparse.py: " + ", ".join(found)
+    assert not found, "ast.parse outside course_tools/pyparse.py: " + ", ".join(found)
 
 
 def test_what_the_suite_needs_of_the_machine_is_checked_in_one_place():
@@ -134,9 +134,9 @@ def test_without_bubblewrap_a_sandboxed_test_skips_here_and_fails_in_ci(tmp_path
 
 def test_the_protocol_is_read_on_both_sides_and_imports_only_the_standard_library():
     """protocol.py is imported inside the sandbox, before any student code: nothing of the grader."""
-    from course_lib.instructor.protocol import Plan
+    from course_tools.grading.sandboxed.protocol import Plan
 
-    tree = ast.parse((ROOT / "course_lib" / "instructor" / "protocol.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "course_tools" / "grading" / "sandboxed" / "protocol.py").read_text(encoding="utf-8"))
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported

@@ -1,0 +1,466 @@
+"""``course grades --format canvas|moodle``: the grades as the sheet a learning-management system imports.
+
+:mod:`.grades` decides each student's status and score; this module only lays them out:
+
+* **Canvas** (Grades > Import): the gradebook CSV, columns ``Student``, ``ID``, ``SIS User ID``,
+  ``SIS Login ID``, ``Section``, then one column per assignment. Canvas names an existing
+  assignment's column ``Name (id)``; a column it does not know becomes a new assignment on import
+  (its import asks), whose points come from the ``Points Possible`` row under the header, as in
+  Canvas's own export.
+* **Moodle** (Assignment > View all submissions > Upload grading worksheet): the offline grading
+  worksheet, one per assignment, columns ``Identifier``, ``Full name``, ``Email address``,
+  ``Status``, ``Grade``, ``Maximum Grade``, ``Grade can be changed``, ``Last modified
+  (submission)``, ``Last modified (grade)``, ``Feedback comments``. Moodle finds a student by the
+  ``Identifier`` it gave them (``Participant 1234``), which only Moodle knows: fill the worksheet
+  Moodle exports (``--lms-file``), or give the identifiers in the roster.
+
+With ``--lms-file`` the exported sheet is filled in place: its rows, their order and every other
+column are kept, only our scores are written. ``--per-exercise`` adds one column per graded test
+cell (its grade id). Identity comes from the roster (``--roster students.csv``, :data:`ROSTER_COLUMNS`)
+or, without one, from the student ids themselves (Canvas: ``SIS Login ID`` or ``SIS User ID``;
+Moodle: the email address or the part before its ``@``).
+
+Nothing is dropped silently: a graded student missing from the roster or the LMS file, a roster or
+LMS row with no submission, and a student whose status is not a score (needs manual review, failed
+to grade, not graded yet) are each named on stderr, and the exit status is 1. Such a grade cell is
+left empty, never 0: both LMSs skip an empty cell and keep what they hold. Every cell written goes
+through :func:`.untrusted.csv_cell` (names and emails are typed by students).
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from course_tools.grading import gradebook
+from course_tools.course import Assignment, CourseError
+from .grades import rows as grade_rows
+from course_tools.grading.submission import source_cells
+from course_tools.untrusted import csv_cell, safe_text
+from course_tools.grading.records import GRADED, NOT_SUBMITTED
+
+# students.csv: student_id is required (the folder name under submitted/, the JupyterHub user);
+# the others are optional and only used to fill and match the LMS's identity columns.
+ROSTER_COLUMNS = ("student_id", "name", "email", "canvas_id", "sis_user_id", "sis_login_id", "section",
+                  "moodle_identifier")
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+CANVAS_POINTS = "Points Possible"
+MOODLE_COLUMNS = ("Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+                  "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments")
+MOODLE_REQUIRED = ("Identifier", "Grade", "Last modified (grade)")  # what Moodle's worksheet import looks up
+MOODLE_SUBMITTED, MOODLE_NO_SUBMISSION = "Submitted for grading", "No submission"
+# LMS column -> roster field holding the same identity, compared whole. A column's first field is its own;
+# student_id stands in for it only for a roster entry that has none (a roster of ids alone, no roster at all).
+CANVAS_KEYS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"),
+               ("SIS Login ID", "student_id"), ("SIS User ID", "student_id"))
+MOODLE_KEYS = (("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address", "student_id"))
+MOODLE_PARTICIPANT = re.compile(r"(?:Participant )?(\d+)")  # the worksheet's "Participant 5003"; downloads: 5003
+MAX_SHEET_BYTES = 50 << 20
+
+
+@dataclass
+class Sheet:
+    """A CSV sheet as header and rows of text, every row as long as the header."""
+
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+
+    def column(self, name: str) -> int:
+        return self.header.index(name)
+
+    def add_column(self, name: str) -> int:
+        self.header.append(name)
+        for row in self.rows:
+            row.append("")
+        return len(self.header) - 1
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="", encoding="utf-8") as stream:
+            writer = csv.writer(stream)
+            writer.writerow([csv_cell(cell) for cell in self.header])
+            writer.writerows([csv_cell(cell) for cell in row] for row in self.rows)
+
+
+@dataclass
+class Grades:
+    """What the course knows: each student's row per assignment (:mod:`.grades`), the points of each
+    assignment and of its graded cells, and per-cell scores when ``--per-exercise`` asks for them."""
+
+    selected: list[Assignment]
+    rows: dict[tuple[str, str], dict]  # (assignment id, student) -> grades row
+    points: dict[str, list[tuple[str, float]]]  # assignment id -> (grade id, points) of its test cells
+    exercises: dict[tuple[str, str], dict[str, float]]  # (assignment id, student) -> grade id -> score
+    per_exercise: bool
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def students(self) -> list[str]:
+        return sorted({student for _, student in self.rows})
+
+    def maximum(self, assignment: str) -> float:
+        return sum(points for _, points in self.points[assignment])
+
+    def score(self, assignment: str, student: str, who: str) -> str:
+        """The grade cell: the score when the status is one, else empty and the reason reported."""
+        row = self.rows.get((assignment, student))
+        if row is None or row["status"] == NOT_SUBMITTED:
+            self.problems.append(f"{who} · {assignment}: no submission: grade left empty")
+            return ""
+        if row["status"] != GRADED:
+            self.problems.append(f"{who} · {assignment}: {row['status'][:200]}: grade left empty")
+            return ""
+        return row["score"]
+
+    def exercise_score(self, assignment: str, student: str, grade_id: str) -> str:
+        row = self.rows.get((assignment, student))
+        if row is None or row["status"] != GRADED:
+            return ""  # the total's cell already reports why
+        score = self.exercises.get((assignment, student), {}).get(grade_id)
+        return "" if score is None else f"{score:g}"
+
+    def columns(self, assignment: str) -> list[tuple[str | None, str]]:
+        """(grade id, column name) of one assignment: the total, then each exercise when asked for."""
+        exercises = [(grade_id, f"{assignment} {grade_id}") for grade_id, _ in self.points[assignment]]
+        return [(None, assignment)] + (exercises if self.per_exercise else [])
+
+
+def load_grades(root: Path, selected: list[Assignment], per_exercise: bool) -> Grades:
+    rows = {(row["assignment"], row["student"]): row for row in grade_rows(root, selected)}
+    points = {a.id: [(c.grade_id, c.points) for c in source_cells(a.source) if c.kind == "test"] for a in selected}
+    exercises = _exercise_scores(root, selected) if per_exercise else {}
+    return Grades(selected, rows, points, exercises, per_exercise)
+
+
+def _exercise_scores(root: Path, selected: list[Assignment]) -> dict[tuple[str, str], dict[str, float]]:
+    """Per student and graded cell, the gradebook's score (a grader's manual score wins, as in nbgrader)."""
+    url = gradebook.db_url(root)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return {}  # nothing graded yet; opening the Gradebook would create an empty database
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = {}
+    with Gradebook(url) as book:
+        for assignment in selected:
+            try:
+                submissions = book.find_assignment(assignment.id).submissions
+            except MissingEntry:
+                continue
+            for submission in submissions:
+                found[(assignment.id, submission.student.id)] = {
+                    g.name: g.score for notebook in submission.notebooks for g in notebook.grades}
+    return found
+
+
+def read_sheet(path: Path) -> Sheet:
+    """A CSV file the instructor gives (a roster, an LMS export); a byte order mark is dropped."""
+    try:
+        if path.stat().st_size > MAX_SHEET_BYTES:
+            raise CourseError(f"{path}: over {MAX_SHEET_BYTES >> 20} MiB, not a roster or a grades sheet")
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as stream:
+            lines = list(csv.reader(stream))
+    except OSError as error:
+        raise CourseError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except csv.Error as error:
+        raise CourseError(f"{path}: not a CSV file ({error})") from None
+    if not lines:
+        raise CourseError(f"{path}: empty")
+    header = [safe_text(cell, one_line=True).strip() for cell in lines[0]]
+    width = len(header)
+    for number, row in enumerate(lines[1:], 2):
+        if any(cell.strip() for cell in row[width:]):
+            raise CourseError(f"{path}, line {number}: more cells than the header has columns")
+    return Sheet(header, [(row + [""] * width)[:width] for row in lines[1:] if any(row)])
+
+
+def read_roster(path: Path) -> list[dict[str, str]]:
+    """``students.csv``: one row per student, :data:`ROSTER_COLUMNS` by name (other columns are ignored)."""
+    sheet = read_sheet(path)
+    if "student_id" not in sheet.header:
+        raise CourseError(f"{path}: no student_id column (a roster has the columns {', '.join(ROSTER_COLUMNS)})")
+    known = [name for name in ROSTER_COLUMNS if name in sheet.header]
+    roster, seen = [], set()
+    for line, row in enumerate(sheet.rows, 2):
+        entry = {name: row[sheet.column(name)].strip() for name in known}
+        if not entry["student_id"]:
+            raise CourseError(f"{path}, line {line}: no student_id")
+        if entry["student_id"] in seen:
+            raise CourseError(f"{path}, line {line}: student_id {entry['student_id']} appears twice")
+        seen.add(entry["student_id"])
+        roster.append(entry)
+    return roster
+
+
+def _roster(grades: Grades, roster_path: Path | None) -> list[dict[str, str]]:
+    """The roster file's students, each graded student it lacks reported; without a file, the graded students."""
+    if roster_path is None:
+        return [{"student_id": student} for student in grades.students]
+    roster = read_roster(roster_path)
+    listed = {entry["student_id"] for entry in roster}
+    for student in grades.students:
+        if student not in listed:
+            grades.problems.append(f"{student}: in the gradebook but not in the roster {roster_path.name}: "
+                                   "not exported")
+    return roster
+
+
+def moodle_participant(value: str) -> str | None:
+    """Moodle's participant number in ``Participant 5003`` or ``5003``; None for anything else."""
+    match = MOODLE_PARTICIPANT.fullmatch(value.strip())
+    return match[1] if match else None
+
+
+@dataclass(frozen=True)
+class Match:
+    """The roster entry an LMS row belongs to; None and why not, when it is not exactly one."""
+
+    entry: dict[str, str] | None
+    why: str = ""  # empty when no identity column of the row names anyone of the roster
+
+
+class Matcher:
+    """The roster entry of each LMS row, by exact equality of its identity columns with the roster's
+    fields (:data:`CANVAS_KEYS`, :data:`MOODLE_KEYS`): never a part of a value (the local part of an
+    e-mail), never a name. A row that names two students, that contradicts the student it names
+    (an ID other than theirs), or that names the same student as another row is matched to nobody,
+    with the reason: a grade is never written on a guess."""
+
+    def __init__(self, roster: list[dict[str, str]], keys: tuple[tuple[str, str], ...]):
+        self.roster, self.keys = roster, keys
+        self.own_field = {}  # LMS column -> the roster field that is its own
+        for column, name in keys:
+            self.own_field.setdefault(column, name)
+
+    def match(self, sheet: Sheet) -> list[Match]:
+        found = [self._row(sheet, row) for row in sheet.rows]
+        rows_of: dict[str, list[int]] = {}
+        for number, match in enumerate(found, 2):
+            if match.entry is not None:
+                rows_of.setdefault(match.entry["student_id"], []).append(number)
+        for student, numbers in rows_of.items():
+            if len(numbers) > 1:
+                for number in numbers:
+                    found[number - 2] = Match(None, f"rows {', '.join(map(str, numbers))} all identify {student}: "
+                                                    "none of them is filled")
+        return found
+
+    def _row(self, sheet: Sheet, row: list[str]) -> Match:
+        values = {column: self._value(column, row[sheet.column(column)])
+                  for column in self.own_field if column in sheet.header}
+        by: dict[str, list[str]] = {}  # student -> the columns that name them
+        for column, name in self.keys:
+            value = values.get(column)
+            for entry in self.roster if value else ():
+                stands_in = name != self.own_field[column] and entry.get(self.own_field[column], "").strip()
+                if not stands_in and self._value(column, entry.get(name, "")) == value:
+                    by.setdefault(entry["student_id"], []).append(column)
+        if len(by) > 1:
+            return Match(None, "names more than one student of the roster (" + "; ".join(
+                f"{student} by {', '.join(dict.fromkeys(columns))}" for student, columns in sorted(by.items())) +
+                "): not guessed")
+        if not by:
+            return Match(None)
+        student = next(iter(by))
+        entry = next(e for e in self.roster if e["student_id"] == student)
+        for column, name in self.own_field.items():
+            theirs = self._value(column, entry.get(name, ""))
+            if values.get(column) and theirs and values[column] != theirs:
+                return Match(None, f"its {column} {safe_text(row[sheet.column(column)], one_line=True)[:80]} is not "
+                                   f"{student}'s {name} {entry[name]}, though its {', '.join(by[student])} is theirs: "
+                                   "not guessed")
+        return Match(entry)
+
+    @staticmethod
+    def _value(column: str, text: str) -> str:
+        """A cell or roster field as compared: whole, trimmed, case-folded; Moodle's participant number."""
+        text = text.strip()
+        if column == "Identifier":
+            return moodle_participant(text) or text.casefold()
+        return text.casefold()
+
+
+def _report_unmatched(matches: list[Match], sheet: Sheet, label: str, lms_file: Path, problems: list[str]) -> set[int]:
+    """Rows not matched for a reason (two students, a contradiction), each named once; their numbers."""
+    explained = set()
+    for number, match in enumerate(matches, 2):
+        if match.why:
+            row = sheet.rows[number - 2]
+            name = safe_text(row[sheet.column(label)], one_line=True)[:80] if label in sheet.header else ""
+            problems.append(f"{lms_file.name} row {number} ({name}): {match.why}: grade left as it was")
+            explained.add(number)
+    return explained
+
+
+def _normalised(name: str) -> str:
+    """An LMS column name compared with ours: without Canvas's `` (id)``, case, and ``_``/``-``/space runs."""
+    return re.sub(r"[\s_\-]+", " ", re.sub(r"\s*\(\d+\)\s*$", "", name)).strip().casefold()
+
+
+def _find_or_add_column(sheet: Sheet, name: str, problems: list[str], lms_file: Path | None) -> int:
+    """The column for ``name``: in an LMS file, the one of the same name, else a new one (reported there)."""
+    if lms_file is not None:
+        for index, header in enumerate(sheet.header):
+            if _normalised(header) == _normalised(name):
+                return index
+        problems.append(f"{lms_file.name} has no column {name}: added one (the LMS creates a new assignment for it)")
+    return sheet.add_column(name)
+
+
+def _report_unlisted(grades: Grades, used: set[str], roster: list[dict[str, str]], where: str) -> None:
+    """Students of the gradebook and the roster that no row of the LMS file received."""
+    in_roster = {entry["student_id"] for entry in roster}
+    for student in grades.students:
+        if student in in_roster and student not in used:
+            grades.problems.append(f"{student}: in the gradebook but has no row in {where}: not exported")
+
+
+# ------------------------------------------------------------------------------------ Canvas ----
+
+def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | None) -> Sheet:
+    if lms_file is None:
+        sheet = Sheet(list(CANVAS_COLUMNS))
+        sheet.rows = [[entry.get("name") or entry["student_id"], entry.get("canvas_id", ""),
+                       entry.get("sis_user_id", ""), entry.get("sis_login_id") or entry["student_id"],
+                       entry.get("section", "")] for entry in roster]
+        sheet.rows.insert(0, [CANVAS_POINTS, "", "", "", ""])
+        owners = [None] + roster  # each row of a new sheet is the roster entry it was written for
+        explained = set()
+    else:
+        sheet = read_sheet(lms_file)
+        missing = [name for name in CANVAS_COLUMNS if name not in sheet.header]
+        if missing:
+            raise CourseError(f"{lms_file}: not a Canvas gradebook export (no column {', '.join(missing)})")
+        matches = Matcher(roster, CANVAS_KEYS).match(sheet)
+        owners = [match.entry for match in matches]
+        explained = _report_unmatched(matches, sheet, "Student", lms_file, grades.problems)
+    where = lms_file.name if lms_file else "the sheet"
+    student_column = sheet.column("Student")
+    targets = [(assignment.id, grade_id, _find_or_add_column(sheet, name, grades.problems, lms_file))
+               for assignment in grades.selected for grade_id, name in grades.columns(assignment.id)]
+    used = set()
+    for number, (row, entry) in enumerate(zip(sheet.rows, owners), 2):
+        if row[student_column].strip() == CANVAS_POINTS:
+            for assignment, grade_id, column in targets:
+                if not row[column].strip():
+                    points = dict(grades.points[assignment]).get(grade_id) if grade_id else \
+                        grades.maximum(assignment)
+                    row[column] = f"{points:g}"
+            continue
+        if not any(row[sheet.column(name)].strip() for name in CANVAS_COLUMNS[:4]):
+            continue  # Canvas's rows under the header that are not students (a posting policy)
+        name = safe_text(row[student_column], one_line=True)[:80]
+        who = entry["student_id"] if entry else f"{where} row {number} ({name})"
+        if entry:
+            used.add(entry["student_id"])
+        for assignment, grade_id, column in targets:
+            if entry is None:
+                if grade_id is None and number not in explained:
+                    grades.problems.append(f"{who} · {assignment}: not in the gradebook (no submission): "
+                                           "grade left as it was")
+                continue
+            row[column] = grades.score(assignment, entry["student_id"], who) if grade_id is None else \
+                grades.exercise_score(assignment, entry["student_id"], grade_id)
+    _report_unlisted(grades, used, roster, where)
+    return sheet
+
+
+# ------------------------------------------------------------------------------------ Moodle ----
+
+def _moodle_time(moment: dt.datetime) -> str:
+    """Moodle's own date format (strftimedatetime), which its import reads back with strtotime."""
+    return moment.strftime("%A, %d %B %Y, %I:%M %p")
+
+
+def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | None, assignment: str) -> Sheet:
+    maximum = grades.maximum(assignment)
+    exercises = [(grade_id, name) for grade_id, name in grades.columns(assignment) if grade_id]
+    if lms_file is None:
+        sheet = Sheet(list(MOODLE_COLUMNS))
+        now = _moodle_time(dt.datetime.now())
+        for entry in roster:
+            student = entry["student_id"]
+            if not entry.get("moodle_identifier"):
+                grades.problems.append(f"{student}: no moodle_identifier in the roster: Moodle will skip this row "
+                                       "(fill the worksheet Moodle exports with --lms-file instead)")
+            row = grades.rows.get((assignment, student))
+            status = MOODLE_NO_SUBMISSION if row is None or row["status"] == NOT_SUBMITTED else MOODLE_SUBMITTED
+            sheet.rows.append([entry.get("moodle_identifier", ""), entry.get("name") or student,
+                               entry.get("email", ""), status, "", f"{maximum:g}", "Yes", "", now, ""])
+        owners = roster
+        explained = set()
+    else:
+        sheet = read_sheet(lms_file)
+        missing = [name for name in MOODLE_REQUIRED if name not in sheet.header]
+        if missing:
+            raise CourseError(f"{lms_file}: not a Moodle grading worksheet (no column {', '.join(missing)})")
+        matches = Matcher(roster, MOODLE_KEYS).match(sheet)
+        owners = [match.entry for match in matches]
+        explained = _report_unmatched(matches, sheet, "Full name", lms_file, grades.problems)
+    where = lms_file.name if lms_file else "the sheet"
+    grade_column = sheet.column("Grade")
+    targets = [(grade_id, _find_or_add_column(sheet, name, grades.problems, lms_file)) for grade_id, name in exercises]
+    used, maximum_reported = set(), False
+    for number, (row, entry) in enumerate(zip(sheet.rows, owners), 2):
+        label = row[sheet.column("Full name")] if "Full name" in sheet.header else row[sheet.column("Identifier")]
+        if entry is None and number in explained:
+            continue
+        if entry is None:
+            grades.problems.append(f"{where} row {number} ({safe_text(label, one_line=True)[:80]}) · "
+                                   f"{assignment}: not in the gradebook (no submission): grade left as it was")
+            continue
+        student = entry["student_id"]
+        used.add(student)
+        row[grade_column] = grades.score(assignment, student, student)
+        for grade_id, column in targets:
+            row[column] = grades.exercise_score(assignment, student, grade_id)
+        if "Maximum Grade" in sheet.header and not maximum_reported:
+            theirs = row[sheet.column("Maximum Grade")].strip()
+            try:
+                differs = theirs != "" and float(theirs) != maximum
+            except ValueError:
+                differs = True
+            if differs:
+                maximum_reported = True
+                grades.problems.append(f"{where}: Moodle's maximum grade is {safe_text(theirs, one_line=True)}, "
+                                       f"ours {maximum:g}: scores are written unscaled, and Moodle skips any above "
+                                       "its maximum")
+    _report_unlisted(grades, used, roster, where)
+    return sheet
+
+
+# ------------------------------------------------------------------------------------ command ----
+
+def export_lms(root: Path, selected: list[Assignment], fmt: str, out: Path | None = None, *,
+               per_exercise: bool = False, roster: Path | None = None, lms_file: Path | None = None,
+               stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    """Write the Canvas sheet (``out``: a file, default ``build/grades/canvas.csv``) or one Moodle
+    worksheet per assignment (``out``: a folder, default ``build/grades/moodle``); name every
+    problem on stderr. Exit status 1 when there is any, else 0."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    if fmt == "moodle" and lms_file is not None and len(selected) != 1:
+        raise CourseError("a Moodle grading worksheet is per assignment: name exactly one ASSIGNMENT with --lms-file")
+    grades = load_grades(root, selected, per_exercise)
+    entries = _roster(grades, roster)
+    written = []
+    if fmt == "canvas":
+        path = out or root / "build" / "grades" / "canvas.csv"
+        canvas_sheet(grades, entries, lms_file).write(path)
+        written.append(path)
+    else:
+        folder = out or root / "build" / "grades" / "moodle"
+        for assignment in selected:
+            path = folder / f"{assignment.id}.csv"
+            moodle_sheet(grades, entries, lms_file, assignment.id).write(path)
+            written.append(path)
+    for path in written:
+        print(f"wrote {path}", file=stdout)
+    for problem in grades.problems:
+        print(f"course grades: {safe_text(problem, one_line=True)}", file=stderr)
+    if grades.problems:
+        print(f"{len(grades.problems)} problem(s) named on stderr: those grade cells are empty, or those students "
+              "are not in the sheet", file=stdout)
+    return 1 if grades.problems else 0
