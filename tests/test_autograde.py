@@ -30,7 +30,8 @@ from course_tools.grading.autograde import autograde, needs_attention
 from course_tools.grading.records import FAILED, GRADED, RECORD, REVIEW, Check, Result
 from course_tools.course import CourseError
 from course_tools.grading.lint import bound_names, lint
-from course_tools.grading.sandboxed.plain import compare, plain
+from course_tools.grading.compare import compare
+from course_tools.grading.sandboxed.plain import plain
 from course_tools.grading.sandbox import Limits, Sandbox
 from course_tools.grading.submission import source_cells
 
@@ -842,7 +843,7 @@ def _edit(path: Path) -> None:
     *((f"course_tools/classroom/{name}.py", False) for name in ("lms", "similarity", "canonical", "hub", "exchange",
                                                                  "grades")),
     ("course_tools/grading/feedback.py", False), ("course_tools/cli.py", False),
-    *((f"course_tools/grading/{name}.py", True) for name in ("autograde", "sandbox", "scrub")),
+    *((f"course_tools/grading/{name}.py", True) for name in ("autograde", "compare", "sandbox", "scrub")),
     *((f"course_tools/grading/sandboxed/{name}.py", True) for name in ("plain", "runner", "zygote", "probes")),
     *((f"course_lib/{name}.py", True) for name in ("grading", "attention", "gpt")),
 ])

@@ -10,7 +10,7 @@ course_lib whose references of this assignment are stubbed out (:mod:`.redacted`
 replay on the student's definitions. Each run is forked from the slot's zygote (:mod:`.zygote`),
 which imported torch once for the batch, instead of a new Python importing it again. Credit is
 decided here, outside the student's reach: a test cell scores its points when the student's answers
-on every one of its probes match the solution's (:func:`.plain.compare`, at the cell's own
+on every one of its probes match the solution's (:func:`.compare.compare`, at the cell's own
 tolerance). No probe's input is in the sandbox before its check starts (:class:`.runs.ProbeServer`),
 and what the checks' exercises forbid is blocked whenever the student's code runs. A failed hidden
 check says only what kind of difference it found; a visible one may show values, and the student's
@@ -44,7 +44,7 @@ from .copies import pasted_references
 from course_tools.course import SUBMITTED, Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from course_tools.notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
-from course_tools.grading.sandboxed.plain import Mismatch, compare, error_message
+from .compare import Mismatch, compare, error_message
 from .redacted import reference_sources
 from .reference import Reference, build_reference, load_result, make_plan, redacted_for, references_of
 from .runs import Run, run_plan

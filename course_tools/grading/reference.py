@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from course_tools.course import Assignment, CourseError
-from course_tools.grading.sandboxed.plain import compare, error_message
+from .compare import compare, error_message
 from course_tools.grading.sandboxed.protocol import Plan
 from course_tools.pyparse import parse
 from .redacted import redacted_course_lib

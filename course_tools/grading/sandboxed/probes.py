@@ -16,7 +16,7 @@ process it cannot touch. Generically over the test cells as the instructor wrote
   calls on the student's definitions, each call's input handed over by the grader when its check
   starts (:class:`.runs.ProbeServer`), with everything its exercise forbids blocked
   (:func:`guard`), results (and gradients, where the cell checks them) saved in plain form;
-- **compare** (the trusted grader, outside: :func:`.plain.compare`): plain results are read with
+- **compare** (the trusted grader, outside: :func:`course_tools.grading.compare.compare`): plain results are read with
   ``torch.load(weights_only=True)``, which cannot run code, and compared with the recorded ones.
 """
 from __future__ import annotations
@@ -308,7 +308,7 @@ def replay(index: int, calls: list[dict], inputs: dict[int, bytes], captured: di
     ``bind_references``: the graded names the test cell bound to course_lib's references while it
     called the student's function are bound to them again (one bug costs one exercise).
     ``seed``: the call runs from this random state instead of the recorded one (a random answer is
-    compared by the distribution of its results over several seeds: :func:`.plain.compare`).
+    compared by the distribution of its results over several seeds: :func:`course_tools.grading.compare.compare`).
     """
     meta = calls[index]
     target = captured.get(meta["target"])

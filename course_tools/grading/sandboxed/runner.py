@@ -9,7 +9,7 @@ when recording, the probes. Modes: ``record`` runs the instructor's solution wit
 ``grade`` run a plan without test cells (the grader never sends test code to a student's sandbox)
 and replay the probes, ``check`` twice (the second time from another random state). The student's
 code runs in this process, so the parent treats everything here as the student's word, except
-what :func:`.plain.compare` checks itself.
+what :func:`course_tools.grading.compare.compare` checks itself.
 
 No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
 it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
