@@ -38,6 +38,7 @@ def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
     """Submit ``students`` notebooks of ``assignment`` to the scratch course ``root``; student -> kind."""
     import nbformat
 
+    from course_tools.course import Assignment
     from course_tools.grading.submission import source_cells
     from tests.bugs import catalogue
 
@@ -56,7 +57,7 @@ def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
                 if cell.metadata.get("nbgrader", {}).get("grade_id") == owner[bug.target]:
                     cell.source += "\n\n" + bug.code.strip()
         student = f"student{index:02d}"
-        folder = root / "submitted" / student / assignment
+        folder = Assignment(assignment, root).submitted(student)
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         kinds[student] = kind
@@ -68,6 +69,7 @@ def add_alternatives(root: Path, assignment: str) -> dict[str, str]:
     alternative, in the solution's answer cells); student -> "alternative"."""
     import nbformat
 
+    from course_tools.course import Assignment
     from course_tools.grading.submission import source_cells
     from tests.alternatives import catalogue
 
@@ -85,7 +87,7 @@ def add_alternatives(root: Path, assignment: str) -> dict[str, str]:
                 if owner.get(name) == grade_id:
                     cell.source += "\n\n" + codes[i % len(codes)].strip()
         student = f"alternative{i:02d}"
-        folder = root / "submitted" / student / assignment
+        folder = Assignment(assignment, root).submitted(student)
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         kinds[student] = "alternative"

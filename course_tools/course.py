@@ -44,6 +44,37 @@ class Assignment:
         """The student's feedback page."""
         return self.root / FEEDBACK / student / self.id / f"{self.id}.html"
 
+    @property
+    def submitted_root(self) -> Path:
+        """``submitted/``, every student's submissions: a submission is checked for links inside it."""
+        return self.root / SUBMITTED
+
+    @property
+    def autograded_root(self) -> Path:
+        """``autograded/``, every student's graded copies and records."""
+        return self.root / AUTOGRADED
+
+    def submitted_students(self) -> list[str]:
+        """The students with a submission folder of this assignment, by name."""
+        return _students(self.root / SUBMITTED, self.id)
+
+    def autograded_students(self) -> list[str]:
+        """The students with a grading folder of this assignment, by name."""
+        return _students(self.root / AUTOGRADED, self.id)
+
+    def feedback_students(self) -> list[str]:
+        """The students with a feedback folder of this assignment, by name."""
+        return _students(self.root / FEEDBACK, self.id)
+
+
+def _students(folder: Path, assignment: str) -> list[str]:
+    return sorted(path.parent.name for path in folder.glob(f"*/{assignment}") if path.is_dir())
+
+
+def students_with_folders(root: Path) -> set[str]:
+    """Everyone with a folder under ``submitted/`` or ``autograded/``, whatever the assignment."""
+    return {path.name for folder in (SUBMITTED, AUTOGRADED) for path in (root / folder).glob("*") if path.is_dir()}
+
 
 def find_root(start: Path | None = None) -> Path:
     """The nearest folder at or above ``start`` (default: the cwd) that holds ``nbgrader_config.py``."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from course_tools.course import FEEDBACK, Assignment, CourseError, nbgrader_config
+from course_tools.course import Assignment, CourseError, nbgrader_config
 from .intake import Budget, Limits, Refused, Submission
 from course_tools.untrusted import Missing, Unreadable, open_regular, read_bytes, safe_text
 
@@ -322,8 +322,8 @@ def release_feedback_to_exchange(assignment: Assignment, students: list[str] | N
     root = assignment.root
     api = _api(root)
     released, missing = [], []
-    for folder in sorted((root / FEEDBACK).glob(f"*/{assignment.id}")):
-        student = folder.parent.name
+    for student in assignment.feedback_students():
+        folder = assignment.feedback(student).parent
         if students and student not in students or not any(folder.glob("*.html")):
             continue
         submission = assignment.submitted(student)

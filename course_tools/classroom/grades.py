@@ -19,7 +19,7 @@ from typing import TextIO
 
 from course_tools.grading import gradebook
 from course_tools.grading.records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
-from course_tools.course import AUTOGRADED, SUBMITTED, Assignment
+from course_tools.course import Assignment, students_with_folders
 from course_tools.untrusted import csv_cell, safe_text, text_table
 
 NOT_GRADED = "not graded yet"
@@ -29,8 +29,7 @@ COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
 def rows(root: Path, selected: list[Assignment]) -> list[dict]:
     url = gradebook.db_url(root)
     roster = set(gradebook.students(url)) if _exists(url) else set()
-    for folder in (SUBMITTED, AUTOGRADED):
-        roster |= {p.name for p in (root / folder).glob("*") if p.is_dir()}
+    roster |= students_with_folders(root)
     table = []
     for assignment in selected:
         scores = gradebook.scores(url, assignment.id) if _exists(url) else {}

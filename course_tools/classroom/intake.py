@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from course_tools.course import SUBMITTED
+from course_tools.course import Assignment
 from course_tools.untrusted import no_links
 
 FILE_MODE = 0o644  # and narrower under `course`'s umask 077 (access.py)
@@ -138,7 +138,7 @@ class Submission:
     def __post_init__(self) -> None:
         if not PLAIN_NAME.fullmatch(self.student) or self.student in (".", "..") or self.student.startswith("."):
             raise Refused(f"{self.student!r} cannot name a folder under submitted/")
-        folder = self.root / SUBMITTED / self.student
+        folder = Assignment(self.assignment, self.root).submitted_root / self.student
         folder.mkdir(parents=True, exist_ok=True)
         no_links(folder, self.root)  # submitted/ and the student's folder are the course's own, never links
         # A hidden name: `course autograde` and nbgrader list submitted/*/<assignment>, which never matches it.

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from .canonical import Canonical, Vocabulary, canonical_answers, vocabulary
-from course_tools.course import SUBMITTED, Assignment, CourseError
+from course_tools.course import Assignment, CourseError
 from course_tools.notebooks import read_notebook
 from course_tools.grading.submission import Unreadable, answers, cell_ids, read_submission, source_cells
 from course_tools.untrusted import Missing, csv_cell, html_text, no_links, safe_text
@@ -74,7 +74,7 @@ def answer_cells(assignment: Assignment, student: str) -> dict[str, str]:
     reason. The submission is what ``course autograde`` grades: the release's notebook name, nothing else
     (a renamed notebook is reported by both, with what the folder holds)."""
     folder = assignment.submitted(student)
-    no_links(folder, assignment.root / SUBMITTED)
+    no_links(folder, assignment.submitted_root)
     raw = read_submission(folder / assignment.release.name, root=folder)
     cells = source_cells(assignment.source)
     found = answers(raw, cells, cell_ids(assignment.source))
@@ -92,7 +92,7 @@ def given_cells(assignment: Assignment) -> list[str]:
 
 def collect(assignment: Assignment) -> tuple[dict[str, dict[str, str]], list[str]]:
     """Student -> answer cells for every readable submission; one line per submission that is not."""
-    submitted = assignment.root / SUBMITTED
+    submitted = assignment.submitted_root  # every entry: one that is not a readable folder is reported
     codes, problems = {}, []
     students = sorted(p.name for p in submitted.iterdir()) if submitted.is_dir() else []
     for student in students:

@@ -41,7 +41,7 @@ import nbformat
 
 from . import gradebook
 from .copies import pasted_references
-from course_tools.course import SUBMITTED, Assignment, CourseError, assignments
+from course_tools.course import Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from course_tools.notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
 from .compare import Mismatch, compare, error_message
@@ -136,11 +136,11 @@ def read_the_submission(g: Grading) -> None:
     assignment = g.context.assignment
     folder = assignment.submitted(g.student)
     try:  # a submission folder that is a link (to solutions/, to a classmate's) is refused, not followed
-        no_links(folder, assignment.root / SUBMITTED)
+        no_links(folder, assignment.submitted_root)
     except Missing:
         return g.stop(NOT_SUBMITTED)
     except Unreadable as error:
-        return g.stop(FAILED, f"{SUBMITTED}/{error}")
+        return g.stop(FAILED, f"{assignment.submitted_root.name}/{error}")
     if not folder.is_dir():
         return g.stop(NOT_SUBMITTED)
     notebook = folder / assignment.release.name
@@ -445,7 +445,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     cells = source_cells(assignment.source)
     if not any(c.kind == "test" for c in cells):
         raise CourseError(f"{assignment.source}: no graded test cells")
-    names = students or sorted(p.parent.name for p in (root / SUBMITTED).glob(f"*/{assignment.id}") if p.is_dir())
+    names = students or assignment.submitted_students()
     url = gradebook.db_url(root)
     saved = gradebook.backup(root, url)
     print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
@@ -508,7 +508,7 @@ def save(root: Path, url: str, assignment: Assignment, result: Result, work: Pat
     log = work / result.student / "log.tail"
     if log.is_file():
         shutil.copy(log, folder / "grading.log")
-    timestamp = _timestamp(assignment.submitted(result.student) / "timestamp.txt", root / SUBMITTED)
+    timestamp = _timestamp(assignment.submitted(result.student) / "timestamp.txt", assignment.submitted_root)
     review = {c.grade_id for c in result.checks if c.status == "review"}
     scores = {c.grade_id: (c.score if result.status != FAILED else None) for c in result.checks}
     if result.status == FAILED:
@@ -528,7 +528,7 @@ def submission_digest(root: Path, assignment: Assignment, student: str) -> str |
     folder = assignment.submitted(student)
     digest = hashlib.sha256()
     try:
-        no_links(folder, root / SUBMITTED)
+        no_links(folder, assignment.submitted_root)
         for name, limit in ((assignment.release.name, MAX_NOTEBOOK_BYTES), ("timestamp.txt", 256)):
             try:
                 digest.update(name.encode() + b"\0" + read_bytes(folder / name, limit, root=folder) + b"\0")

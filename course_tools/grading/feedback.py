@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TextIO
 
 from . import gradebook
-from .records import FAILED, RECORD, Result, read_record
-from course_tools.course import AUTOGRADED, assignments
+from .records import FAILED, Result, read_record, recorded_students
+from course_tools.course import assignments
 from course_tools.notebooks import nbgrader_meta, read_notebook
 from .submission import Unreadable, answers, cell_ids, read_submission, source_cells, split_test_cell
 from course_tools.untrusted import html_text, safe_text
@@ -145,7 +145,7 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     scores = gradebook.scores(gradebook.db_url(root), assignment.id)
-    graded = sorted(path.parent.parent.name for path in (root / AUTOGRADED).glob(f"*/{assignment.id}/{RECORD}"))
+    graded = recorded_students(assignment)
     written, failed = 0, []
     for student in graded:  # the folder's name, not what the record says
         if students and student not in students:

@@ -12,7 +12,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from course_tools.course import AUTOGRADED, Assignment
+from course_tools.course import Assignment
 from course_tools.untrusted import Missing, Unreadable, read_bytes, safe_data
 
 GRADED, REVIEW, FAILED, NOT_SUBMITTED = "graded", "needs manual review", "failed to grade", "not submitted"
@@ -61,12 +61,18 @@ def write_record(folder: Path, result: Result) -> None:
     os.replace(partial, folder / RECORD)
 
 
+def recorded_students(assignment: Assignment) -> list[str]:
+    """The students whose grading folder of ``assignment`` holds a record (read or not), by folder name."""
+    return [student for student in assignment.autograded_students()
+            if os.path.lexists(assignment.autograded(student) / RECORD)]
+
+
 def read_record(assignment: Assignment, student: str) -> Result | None:
     """The record of ``student``'s ``assignment``; None when there is none, :class:`BadRecord` when
     there is one that cannot be read (a link, a FIFO, too big, not JSON, not a record)."""
     path = assignment.autograded(student) / RECORD
     try:
-        data = safe_data(json.loads(read_bytes(path, MAX_RECORD_BYTES, root=assignment.root / AUTOGRADED)
+        data = safe_data(json.loads(read_bytes(path, MAX_RECORD_BYTES, root=assignment.autograded_root)
                                     .decode("utf-8", "replace")))
     except Missing:
         return None
