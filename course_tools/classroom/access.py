@@ -3,7 +3,8 @@ applied by every ``course`` command.
 
 On the course hub, students have Unix accounts on the machine that holds the course folder. They
 need the release, course_lib and the data it loads, the Python environment their servers run, the
-students' Jupyter configuration and nbgrader's exchange. Everything else the folder holds, or will
+students' Jupyter configuration and nbgrader's exchange (and a grader's account, the tooling in
+course_tools, which holds no answer). Everything else the folder holds, or will
 hold after any step of a term (solutions/ with its hidden tests, .git, build/'s executed copies and
 grading caches, the gradebook and its backups, submitted/, autograded/, feedback/, grading records,
 students.csv, anything a later version adds) is the instructor's alone. So:
@@ -69,6 +70,8 @@ class PublicEntry:
 PUBLIC = (
     PublicEntry("notebooks", Kind.TREE, "the release students fetch and work on"),
     PublicEntry("course_lib", Kind.TREE, "the course's library, imported by every notebook"),
+    PublicEntry("course_tools", Kind.TREE, "the course tool, which a grader's account runs from this environment "
+                "(it holds no answer: those are in solutions/)"),
     PublicEntry("build/data", Kind.TREE, "the data course_lib loads (scripts/fetch_data.sh)"),
     PublicEntry("nbgrader_config.py", Kind.TREE,
                 "read by the students' nbgrader (deploy/jupyter/student/nbgrader_config.py loads it)"),
