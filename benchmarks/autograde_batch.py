@@ -141,7 +141,8 @@ def run_loaded(template: Path, assignments: list[str], kinds: dict[str, dict[str
 
 def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -> dict:
     from benchmarks._notebook_run import machine
-    from course_tools.grading.autograde import autograde, build_reference, limits_for
+    from course_tools.grading.autograde import autograde, limits_for
+    from course_tools.grading.reference import build_reference
     from course_tools.course import assignments as course_assignments
     from course_tools.publishing.sample import scratch_course
     from course_tools.grading.sandbox import Sandbox

@@ -7,6 +7,7 @@ import sys
 
 from course_lib import PROFILES
 from course_tools.classroom.access import private_by_default
+
 from .course import CourseError, assignments, find_root
 
 
@@ -141,7 +142,7 @@ def _bench(arguments: list[str]) -> int:
 
 def _grading_steps(steps: argparse._SubParsersAction) -> None:
     """autograde, sample, grades and feedback: course_tools.grading.autograde, .sample, .grades and .feedback."""
-    from course_tools.grading.sandbox import Limits
+    from course_tools.grading.limits import Limits
 
     default = Limits()
     autograde = steps.add_parser("autograde", help="grade submitted/<student>/<assignment>/, each student sandboxed")

@@ -32,7 +32,8 @@ from course_tools.course import CourseError
 from course_tools.grading.lint import bound_names, lint
 from course_tools.grading.compare import compare
 from course_tools.grading.sandboxed.plain import plain
-from course_tools.grading.sandbox import Limits, Sandbox
+from course_tools.grading.limits import Limits
+from course_tools.grading.sandbox import Sandbox
 from course_tools.grading.submission import source_cells
 
 from .system import needs_bwrap, require_bwrap
@@ -336,7 +337,8 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
 def grade_in_order(root: str, students: list[str]) -> list[dict]:
     """Grade ``students`` one after the other in the one sandbox slot of one batch (one warm runner
     serves them all, the cascade runs of each before the next student's first run): their results."""
-    from course_tools.grading.autograde import batch as open_batch, grade_student
+    from course_tools.grading.autograde import batch as open_batch
+    from course_tools.grading.student import grade_student
     from course_tools.course import assignments
 
     assignment = assignments(Path(root), [ASSIGNMENT])[0]
@@ -668,7 +670,7 @@ def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeyp
     must meet), and every grade is still the one that student earns."""
     import threading
 
-    from course_tools.grading import autograde as grader
+    from course_tools.grading import student as grader
 
     root, fixtures = _honest_and_wrong_class(tmp_path, 5)
     lock = threading.Lock()
@@ -839,12 +841,15 @@ def _edit(path: Path) -> None:
 
 
 @pytest.mark.parametrize("module, changes_grades", [
-    *((f"course_tools/publishing/{name}.py", False) for name in ("slides", "slide_layout", "release", "a_new_tool")),
-    *((f"course_tools/classroom/{name}.py", False) for name in ("lms", "similarity", "canonical", "hub", "exchange",
-                                                                 "grades")),
+    *((f"course_tools/publishing/{name}.py", False) for name in ("slides", "slide_layout", "slide_heights",
+                                                                   "release", "a_new_tool")),
+    *((f"course_tools/classroom/{name}.py", False) for name in ("lms", "lms_sheets", "similarity", "hub", "exchange",
+                                                                 "grades", "canonical/loops")),
     ("course_tools/grading/feedback.py", False), ("course_tools/cli.py", False),
-    *((f"course_tools/grading/{name}.py", True) for name in ("autograde", "compare", "sandbox", "scrub")),
-    *((f"course_tools/grading/sandboxed/{name}.py", True) for name in ("plain", "runner", "zygote", "probes")),
+    *((f"course_tools/grading/{name}.py", True) for name in ("autograde", "student", "compare", "sandbox", "warm",
+                                                             "isolation", "limits", "processes", "scrub")),
+    *((f"course_tools/grading/sandboxed/{name}.py", True) for name in ("plain", "runner", "zygote", "probes",
+                                                                       "replay")),
     *((f"course_lib/{name}.py", True) for name in ("grading", "attention", "gpt")),
 ])
 def test_the_grader_key_changes_with_what_grades_and_nothing_else(tmp_path, toy_cells, module, changes_grades):

@@ -13,7 +13,8 @@ from torch import nn
 from course_tools.grading.copies import pasted_references
 from course_tools.grading.compare import compare
 from course_tools.grading.sandboxed.plain import mutable, plain
-from course_tools.grading.sandboxed.probes import path_to, match_parameters
+from course_tools.grading.sandboxed.probes import path_to
+from course_tools.grading.sandboxed.replay import match_parameters
 from course_tools.grading.redacted import redact_source, redacted_course_lib, reference_sources
 from course_tools.grading.submission import split_test_cell
 

@@ -19,7 +19,8 @@ import pytest
 from course_tools.grading.sandboxed.protocol import Plan
 from course_tools.grading.reference import plan_limits
 from course_tools.grading.runs import run_plan
-from course_tools.grading.sandbox import Limits, Sandbox
+from course_tools.grading.limits import Limits
+from course_tools.grading.sandbox import Sandbox
 
 from .system import needs_bwrap
 

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TextIO
 
 from course_tools.course import Assignment, CourseError, nbgrader_config
-from .intake import Budget, Limits, Refused, Submission
 from course_tools.untrusted import Missing, Unreadable, open_regular, read_bytes, safe_text
+
+from .intake import Budget, Limits, Refused, Submission
 
 # nbgrader writes this secret into each submission; its feedback is released under a hash of it
 SECRET = "submission_secret.txt"
@@ -80,7 +81,7 @@ def collect_from_exchange(assignment: Assignment, out: TextIO | None = None, lim
     assignment's notebooks and nbgrader's submission secret are copied, as regular files with fixed
     modes (:mod:`.intake`); timestamp.txt is written by the collector, holding that time.
     """
-    from .lms import read_roster
+    from .lms_sheets import read_roster
     from .roster import ROSTER
 
     out = out or sys.stdout

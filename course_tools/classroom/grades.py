@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from course_tools.course import Assignment, students_with_folders
 from course_tools.grading import gradebook
 from course_tools.grading.records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
-from course_tools.course import Assignment, students_with_folders
 from course_tools.untrusted import csv_cell, safe_text, text_table
 
 NOT_GRADED = "not graded yet"

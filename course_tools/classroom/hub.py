@@ -24,8 +24,9 @@ import urllib.request
 from pathlib import Path
 from typing import TextIO
 
-from .access import apply_access, public_entries, public_entry_of
 from course_tools.course import CourseError
+
+from .access import apply_access, public_entries, public_entry_of
 from .roster import ROSTER, hub_logins
 
 STATE = Path("build") / "hub"

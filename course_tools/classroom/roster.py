@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from course_tools.course import CourseError
-from .lms import read_roster
+
+from .lms_sheets import read_roster
 
 ROSTER = "students.csv"
 # useradd's portable names; nbgrader's exchange also splits its file names on "+", so nothing else is safe

@@ -29,11 +29,13 @@ from itertools import combinations
 from pathlib import Path
 from typing import TextIO
 
-from .canonical import Canonical, Vocabulary, canonical_answers, vocabulary
 from course_tools.course import Assignment, CourseError
+from course_tools.grading.submission import answers, cell_ids, read_submission, source_cells
 from course_tools.notebooks import read_notebook
-from course_tools.grading.submission import Unreadable, answers, cell_ids, read_submission, source_cells
-from course_tools.untrusted import Missing, csv_cell, html_text, no_links, safe_text
+from course_tools.untrusted import Missing, Unreadable, csv_cell, html_text, no_links, safe_text
+
+from .canonical import canonical_answers, vocabulary
+from .canonical.model import Canonical, Vocabulary
 
 DEFAULT_THRESHOLD = 0.5
 K = 12  # canonical tokens per fingerprint, about a statement (``ν = ν . sum ( - 1 , keepdim = True )`` is 13)

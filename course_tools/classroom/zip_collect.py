@@ -44,10 +44,11 @@ from pathlib import Path
 from typing import BinaryIO, Callable, TextIO
 
 from course_tools.course import Assignment, CourseError, assignments
-from .intake import Budget, Limits, Refused, Submission, relative_parts, write_stream
-from .lms import moodle_participant, read_roster
-from .roster import ROSTER
 from course_tools.untrusted import safe_text
+
+from .intake import Budget, Limits, Refused, Submission, relative_parts, write_stream
+from .lms_sheets import moodle_participant, read_roster
+from .roster import ROSTER
 
 CANVAS = re.compile(r"(?P<name>[^/_]+)_(?:LATE_)?(?P<lms_id>\d+)_\d+_(?P<file>[^/]+)")
 MOODLE_FLAT = re.compile(r"(?P<name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>[^/]+)")

@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from . import gradebook
-from .records import FAILED, Result, read_record, recorded_students
 from course_tools.course import assignments
 from course_tools.notebooks import nbgrader_meta, read_notebook
-from .submission import Unreadable, answers, cell_ids, read_submission, source_cells, split_test_cell
-from course_tools.untrusted import html_text, safe_text
+from course_tools.untrusted import Unreadable, html_text, safe_text
+
+from . import gradebook
+from .records import FAILED, Result, read_record, recorded_students
+from .submission import answers, cell_ids, read_submission, source_cells, split_test_cell
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
 table{border-collapse:collapse;width:100%}

@@ -17,7 +17,6 @@ import functools
 from dataclasses import dataclass
 
 from course_lib.grading import kernel_words, resolve_dotted
-
 from course_tools import pyparse
 
 ALLOWED_MODULES = ("torch", "numpy", "math", "cmath", "collections", "itertools", "functools", "dataclasses",

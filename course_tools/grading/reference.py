@@ -20,12 +20,14 @@ from pathlib import Path
 import torch
 
 from course_tools.course import Assignment, CourseError
-from .compare import compare, error_message
 from course_tools.grading.sandboxed.protocol import Plan
 from course_tools.pyparse import parse
+
+from .compare import compare, error_message
+from .limits import Limits
 from .redacted import redacted_course_lib
 from .runs import Run, run_plan
-from .sandbox import Limits, Sandbox
+from .sandbox import Sandbox
 from .submission import Answers, Cell, graded_plan, release_stubs, replay_after
 
 

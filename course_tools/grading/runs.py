@@ -10,6 +10,7 @@ its reason recorded, so one bad function costs only the tests that call it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -21,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import dataclasses
-
 from course_tools.grading.sandboxed.protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REQUEST, Plan
-from .sandbox import INBOX, OUTBOX, RUNNER, Budget, Limits, Sandbox, Stop, backstop, describe_end, measured
 from course_tools.untrusted import Unreadable, read_fd, read_range, safe_data
+
+from .isolation import INBOX, OUTBOX
+from .limits import Budget, Limits, Stop, backstop, describe_end, measured
+from .sandbox import RUNNER, Sandbox
 
 MAX_ATTEMPTS = 8
 MAX_EVENTS_BYTES = 8 << 20

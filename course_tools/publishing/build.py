@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import TextIO
 
 from course_tools.course import Assignment
-from .execute import execute, validate
 from course_tools.notebooks import dumps, graded_cells, read_notebook, write_if_changed
-from .release import plan_release
 from course_tools.untrusted import text_table
+
+from .execute import execute, validate
+from .release import plan_release
 
 
 @dataclass

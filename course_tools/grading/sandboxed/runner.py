@@ -155,10 +155,11 @@ def main(argv: list[str]) -> int:
     from course_lib.grading import forbid, resolve_dotted
 
     from . import probes
+    from . import replay as replaying
 
     # Everything the grading needs, bound here before any student code runs: rebinding the modules'
     # names afterwards changes nothing the runner calls.
-    replay, guard, save = probes.replay, probes.guard, torch.save
+    replay, guard, save = replaying.replay, replaying.guard, torch.save
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recorder = probes.Recorder() if plan.mode == "record" else None
     if recorder:
@@ -167,7 +168,7 @@ def main(argv: list[str]) -> int:
     skip = plan.skip
     captured: dict = {}
     calls = None if recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
-    guards = {} if recorder else probes.exercise_guards(calls)
+    guards = {} if recorder else replaying.exercise_guards(calls)
     inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
     (outbox / REPLAY).mkdir(exist_ok=True)
     last = len(plan.cells) - 1

@@ -44,6 +44,7 @@ import time
 # is what the first optimizer a process builds imports (1.1 s: every notebook that trains builds one).
 PRELOAD = ("torch", "torch._dynamo", "numpy", "matplotlib", "matplotlib.pyplot", "matplotlib_inline.backend_inline",
            "IPython.core.interactiveshell", "sacrebleu", "course_lib.grading", "course_tools.grading.sandboxed.probes",
+           "course_tools.grading.sandboxed.replay",
            "course_tools.grading.sandboxed.runner")
 SCRATCHES = ("/sandbox/work", "/dev/shm")
 PR_SET_DUMPABLE = 4
