@@ -18,7 +18,7 @@ own error text scrubbed of the hidden checks' values (:mod:`.scrub`). One bug co
 while an exercise it builds on failed too is re-run in a sandbox of its own in which those
 exercises are course_lib's references, as the test cell binds them in the notebook (not when the
 answer that failed is the released stub: a stub fails whatever it builds on). All of one student's
-runs together have one time limit (:class:`.sandbox.Budget`). A cell the grader cannot re-check,
+runs together have one time limit (:class:`.limits.Budget`). A cell the grader cannot re-check,
 an answer that uses what its exercise forbids, and an answer cell in which the lint finds a way
 around the grader (:mod:`.lint`) go to a person.
 """
