@@ -450,9 +450,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     saved = gradebook.backup(root, url)
     print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
           file=out)
-    gradebook.ensure_assignment(url, assignment.id, assignment.release.stem,
-                                {c.grade_id: c.points for c in cells if c.kind == "test"},
-                                [c.grade_id for c in cells if c.kind == "solution"])
+    gradebook.ensure_cells(url, assignment, cells)
     results = []
     with batch(assignment, cells, limits, jobs=jobs, isolated=isolated) as context:
         reference = context.reference

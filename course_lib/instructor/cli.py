@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     provenance.add_argument("--executed", metavar="DIR",
                             help="folder of executed notebooks (default: build/executed, written by `course build`)")
     _grading_steps(steps)
+    from .late import add_parsers as add_late_parsers
+
+    add_late_parsers(steps)
     _hub_steps(steps)
     from .train_cmd import add_parser as add_train_parser
 
@@ -84,6 +87,10 @@ def _step(arguments: argparse.Namespace, root) -> int:
         return _hub(arguments, root)
     if arguments.step in ("autograde", "grades", "feedback", "sample", "similarity"):
         return _grading(arguments, root)
+    if arguments.step in ("due", "extend"):
+        from .late import run_step
+
+        return run_step(arguments, root)
     selected = assignments(root, arguments.assignments)
     if arguments.step == "release":
         from .release import plan_release
