@@ -89,11 +89,11 @@ def term(tmp_path, monkeypatch, capsys) -> Path:
     assert main(["due", "a1", "2026-12-01T17:00+01:00"]) == 0
     assert "a1: due 2026-12-01 16:00 UTC; late policy: 10 % of the score per day begun late, at most 50 %" \
         in capsys.readouterr().out
-    assert main(["extend", "a1", "extended", "2d"]) == 0
-    assert main(["extend", "a1", "waiting", "3d"]) == 0  # before anything was submitted or graded
+    assert main(["extend", "extended", "a1", "2d"]) == 0
+    assert main(["extend", "waiting", "a1", "3d"]) == 0  # before anything was submitted or graded
     for student, delay in SUBMITTED.items():
         _graded(root, student, DUE + delay)
-    assert main(["extend", "a1", "extended_after", "1d"]) == 0  # after grading: no regrade needed
+    assert main(["extend", "extended_after", "a1", "1d"]) == 0  # after grading: no regrade needed
     capsys.readouterr()
     return root
 
@@ -139,7 +139,7 @@ def test_feedback_shows_the_lateness_and_the_policy(term):
 
 
 def test_withdrawing_an_extension_and_clearing_the_due_date(term):
-    assert main(["extend", "a1", "extended", "none"]) == 0
+    assert main(["extend", "extended", "a1", "none"]) == 0
     main(["grades", "a1", "--csv", str(term / "grades.csv")])
     assert {r["student"]: r["score"] for r in _read(term / "grades.csv")}["extended"] == "3.5"  # 3 days begun
     assert main(["due", "a1", "none"]) == 0
@@ -148,7 +148,7 @@ def test_withdrawing_an_extension_and_clearing_the_due_date(term):
 
 
 @pytest.mark.parametrize("arguments, why", [
-    (["extend", "a1", "bob", "2d"], "a1 has no due date to extend: set one with `course due a1 WHEN`"),
+    (["extend", "bob", "a1", "2d"], "a1 has no due date to extend: set one with `course due a1 WHEN`"),
     (["due", "a1", "next friday"], "'next friday' is not a date and time like 2026-12-01 17:00"),
     (["due", "nosuch", "2026-12-01 17:00"], "nosuch"),
 ])

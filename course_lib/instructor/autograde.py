@@ -45,6 +45,7 @@ from .course import SUBMITTED, Assignment, CourseError, assignments
 from .lint import Finding, bound_names, lint
 from .notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
 from .plain import Mismatch, compare, error_message
+from .probe_report import ProbeTexts, call_inputs, probe_reports, returned
 from .redacted import reference_sources
 from .reference import Reference, build_reference, load_result, make_plan, redacted_for, references_of
 from .runs import Run, run_plan
@@ -74,6 +75,7 @@ class Context:
     references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
     slots: queue.Queue[int]  # the free sandbox slots: --jobs of them (see _run)
     scrub: Scrubber  # removes the hidden checks' values from a student's own error text
+    explained: ProbeTexts  # each probe's inputs and the solution's result, as `course explain` shows them
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}
@@ -120,6 +122,7 @@ class Grading:
     run: Run | None = None
     outcomes: dict[int, dict] = field(default_factory=dict)  # probe -> the student's record of it
     mismatches: dict[int, Mismatch | None] = field(default_factory=dict)  # probe -> how it differs
+    runs: dict[int, str] = field(default_factory=dict)  # probe -> the cascade run its outcome is from, if any
     spent: str = ""  # the time limit a run broke, if any
 
     @property
@@ -205,12 +208,16 @@ def grade_again_on_corrected_exercises(g: Grading) -> None:
                                     f"corrected: {rerun.failure}")
         else:
             g.outcomes.update(again)
+            g.runs.update({k: f"cascade run {number} (the exercises it builds on bound to the references)"
+                           for k in again})
             g.mismatches.update({k: _mismatch(g.context, k, got) for k, got in again.items()})
 
 
 def decide(g: Grading) -> None:
     """Each test cell's verdict, the graded notebook for the instructor, the score and the status."""
     g.result.checks = _verdicts(g.context, g.outcomes, g.mismatches, g.findings)
+    g.result.probes = probe_reports(g.context.cells, g.context.probes_of, g.context.reference.calls,
+                                    g.context.explained, g.outcomes, g.mismatches, g.runs)
     graded_notebook(g.context.assignment.source, g.found, g.context.stubs, g.result.checks,
                     g.workdir / g.context.assignment.release.name)
     if g.spent:
@@ -345,6 +352,14 @@ def stage_probe_inputs(reference: Reference, work: Path) -> Path:
     return staged
 
 
+def probe_texts(reference: Reference) -> ProbeTexts:
+    """Each replayed probe's inputs and the solution's result as short text, once per batch."""
+    folder = reference.folder / "probes"
+    replayed = reference.replayed()
+    return ProbeTexts({k: call_inputs(folder, k) for k in replayed},
+                      {k: returned(reference.expected(k)) for k in replayed})
+
+
 def hidden_values(reference: Reference) -> Scrubber:
     """What the student's own error text must never show: the inputs and results of the hidden
     checks (the values of the visible ones may stay)."""
@@ -424,7 +439,8 @@ def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: in
         yield Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
                       cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
                       redacted_for(assignment, cells, reference.calls),
-                      reference_sources(references_of(cells, reference.calls)), _slots(jobs), hidden_values(reference))
+                      reference_sources(references_of(cells, reference.calls)), _slots(jobs), hidden_values(reference),
+                      probe_texts(reference))
 
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,

@@ -51,6 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     from .late import add_parsers as add_late_parsers
 
     add_late_parsers(steps)
+    explain = steps.add_parser("explain", help="every check of one student's grading, hidden inputs and values "
+                                               "included: for the instructor, from the grading record")
+    explain.add_argument("student", metavar="STUDENT")
+    explain.add_argument("assignment", metavar="ASSIGNMENT")
+    explain.add_argument("--html", metavar="PATH", help="the page (default build/explain/ASSIGNMENT/STUDENT.html)")
     _hub_steps(steps)
     from .train_cmd import add_parser as add_train_parser
 
@@ -87,6 +92,12 @@ def _step(arguments: argparse.Namespace, root) -> int:
         return _hub(arguments, root)
     if arguments.step in ("autograde", "grades", "feedback", "sample", "similarity"):
         return _grading(arguments, root)
+    if arguments.step == "explain":
+        from pathlib import Path
+
+        from .explain import explain
+
+        return explain(root, arguments.assignment, arguments.student, Path(arguments.html) if arguments.html else None)
     if arguments.step in ("due", "extend"):
         from .late import run_step
 

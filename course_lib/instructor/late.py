@@ -1,7 +1,7 @@
 """Due dates, extensions and the late policy, kept in nbgrader's own model.
 
 * The due date is the gradebook's ``Assignment.duedate`` (``course due ASSIGNMENT WHEN``), an
-  extension the gradebook's ``SubmittedAssignment.extension`` (``course extend ASSIGNMENT STUDENT
+  extension the gradebook's ``SubmittedAssignment.extension`` (``course extend STUDENT ASSIGNMENT
   DURATION``), as nbgrader's formgrader shows them. Both are stored in UTC.
 * The submission time is the gradebook's ``SubmittedAssignment.timestamp``, which ``course autograde``
   takes from the ``timestamp.txt`` the collector wrote (:mod:`.exchange`: the time the exchange's file
@@ -195,8 +195,8 @@ def add_parsers(steps: argparse._SubParsersAction) -> None:
     due.add_argument("when", nargs="?", metavar="WHEN",
                      help="ISO 8601, e.g. '2026-12-01 17:00' (UTC) or '2026-12-01T17:00+01:00'; 'none' clears it")
     extension = steps.add_parser("extend", help="grant a student an extension of an assignment's due date")
-    extension.add_argument("assignment", metavar="ASSIGNMENT")
     extension.add_argument("student", metavar="STUDENT")
+    extension.add_argument("assignment", metavar="ASSIGNMENT")
     extension.add_argument("duration", metavar="DURATION", help="e.g. 2d, 36h, 1d 12h, 90min; 'none' withdraws it")
 
 
