@@ -49,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     provenance.add_argument("--executed", metavar="DIR",
                             help="folder of executed notebooks (default: build/executed, written by `course build`)")
     _grading_steps(steps)
+    from course_tools.classroom.late import add_parsers as add_late_parsers
+
+    add_late_parsers(steps)
+    explain = steps.add_parser("explain", help="every check of one student's grading, hidden inputs and values "
+                                               "included: for the instructor, from the grading record")
+    explain.add_argument("student", metavar="STUDENT")
+    explain.add_argument("assignment", metavar="ASSIGNMENT")
+    explain.add_argument("--html", metavar="PATH", help="the page (default build/explain/ASSIGNMENT/STUDENT.html)")
     _hub_steps(steps)
     from course_tools.publishing.train_cmd import add_parser as add_train_parser
 
@@ -85,6 +93,16 @@ def _step(arguments: argparse.Namespace, root) -> int:
         return _hub(arguments, root)
     if arguments.step in ("autograde", "grades", "feedback", "sample", "similarity"):
         return _grading(arguments, root)
+    if arguments.step == "explain":
+        from pathlib import Path
+
+        from course_tools.grading.explain import explain
+
+        return explain(root, arguments.assignment, arguments.student, Path(arguments.html) if arguments.html else None)
+    if arguments.step in ("due", "extend"):
+        from course_tools.classroom.late import run_step
+
+        return run_step(arguments, root)
     selected = assignments(root, arguments.assignments)
     if arguments.step == "release":
         from course_tools.publishing.release import plan_release

@@ -281,6 +281,32 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
 
 
 @batch_test
+def test_explain_shows_the_instructor_every_call_with_its_hidden_values(batch, monkeypatch, capsys, tmp_path):
+    """`course explain`: from the record alone, each replayed call's inputs, expected and returned
+    values and difference, hidden ones included; the student's own page shows none of them."""
+    from course_tools.cli import main
+
+    monkeypatch.chdir(batch.root)
+    student = next(fixture_student(i, f) for i, f in enumerate(CATALOGUE) if f.name == "hardcoded")
+    assert main(["explain", student, ASSIGNMENT, "--html", str(tmp_path / "explain.html")]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].startswith(f"{student} · {ASSIGNMENT}: graded, 8 / 9")
+    failed = lines.index(next(line for line in lines if line.startswith("test_double: failed, 0 / 1")))
+    calls = [line.strip() for line in lines[failed + 1:] if line.startswith("  call ")][:5]
+    assert calls[0].startswith("call 1 visible double: passed") and calls[2].startswith("call 3 hidden double: failed")
+    assert calls[4].startswith("call 5 hidden double: failed (after the cell's first failure: not counted)")
+    # the planted hidden input, the solution's result and the student's 2.5 × it
+    assert "inputs: " in text and "0.481729" in text and "expected: 0.963458" in text and "returned: 1.20432" in text
+    assert "the submission's run" in text
+    page = (tmp_path / "explain.html").read_text()
+    assert "0.481729" in page and "For the instructor only" in page and "<script" not in page
+    feedback = batch.root / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    if feedback.is_file():  # written by the feedback test when it ran first in this worker
+        assert "0.481729" not in feedback.read_text()
+
+
+@batch_test
 def test_cli_exit_status_says_whether_anything_needs_attention(batch, monkeypatch, capsys, tmp_path):
     from course_tools.cli import main
 

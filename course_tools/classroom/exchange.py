@@ -75,9 +75,10 @@ def collect_from_exchange(assignment: Assignment, out: TextIO | None = None, lim
     it is taken on its word. Each entry is refused, with the reason and both names where two are
     involved, when it is not a folder made by the account it is named for, or by a student of the
     roster (when the course has one, students.csv), or when a file it holds
-    is a link, not a regular file, made by another account, or over the limits. Its time is the
-    earlier of the time in its name and the last change of its files that the file system recorded
-    (which no student can set): a timestamp from the future is clamped, and said so. Only the
+    is a link, not a regular file, made by another account, or over the limits. Its time, which
+    decides whether it was late (:mod:`.late`), is the time in its name only when that is within
+    :data:`CLOCK_SKEW` of the last change of its files that the file system recorded (which no
+    student can set); otherwise the file system's, and the difference is said. Only the
     assignment's notebooks and nbgrader's submission secret are copied, as regular files with fixed
     modes (:mod:`.intake`); timestamp.txt is written by the collector, holding that time.
     """
@@ -105,15 +106,17 @@ class InboxEntry:
     login: str  # the login its name claims
     claimed: dt.datetime | None  # the time its name claims (UTC); None when it cannot be read
     owner: str = ""  # the account that made it
-    received: dt.datetime | None = None  # the last change of the entry or a file collected from it (ctime, UTC)
+    received: dt.datetime = dt.datetime.min  # the last change of the entry or a file collected from it (ctime, UTC)
     files: list[str] = field(default_factory=list)  # the files to collect from it
 
     @property
     def time(self) -> dt.datetime:
-        """The submission time: what the name claims, but never later than what the file system saw."""
-        if self.claimed is None or self.received is None:
-            return self.received or self.claimed
-        return min(self.claimed, self.received)
+        """The submission time: what the name claims (nbgrader's submit writes it) when the file system
+        saw the entry within CLOCK_SKEW of it, else what the file system saw: anyone can name an entry
+        with any time, but nobody can set when their files last changed."""
+        if self.claimed is not None and abs(self.claimed - self.received) <= CLOCK_SKEW:
+            return self.claimed
+        return self.received
 
 
 @dataclass
@@ -204,7 +207,8 @@ def choose_latest(collected: Collected) -> None:
                                    f"({_shown(entry.received)}): that time is used")
         elif entry.claimed < entry.received - CLOCK_SKEW:
             collected.notes.append(f"{entry.name}: claims {_shown(entry.claimed)}, but its files last changed at "
-                                   f"{_shown(entry.received)}: changed after it was submitted, or a wrong clock")
+                                   f"{_shown(entry.received)} (changed after it was submitted, or a wrong clock): "
+                                   "that time is used")
         latest = collected.latest.get(entry.login)
         if latest is None or (entry.time, entry.name) > (latest.time, latest.name):
             collected.latest[entry.login] = entry

@@ -3,7 +3,8 @@
 A student has, per assignment, exactly one of: a score (``graded``), ``needs manual review (why)``
 until a grader has scored every flagged cell, ``failed to grade (why)``, ``not graded yet`` (a
 submission autograde has not seen) or ``not submitted``. Scores come from the gradebook, so a
-grader's manual scores count.
+grader's manual scores count. A late submission's score is after the late policy's penalty
+(:mod:`.late`), and the row says how late it was and what that cost.
 
 Every text is written safely (:mod:`.untrusted`): a record holds what a student wrote (a grade_id,
 an error message), so the table shows it on one line without control characters, and the CSV
@@ -18,12 +19,13 @@ from pathlib import Path
 from typing import TextIO
 
 from course_tools.course import Assignment, students_with_folders
+from course_tools.classroom import late
 from course_tools.grading import gradebook
 from course_tools.grading.records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, read_record
 from course_tools.untrusted import csv_cell, safe_text, text_table
 
 NOT_GRADED = "not graded yet"
-COLUMNS = ("student", "assignment", "status", "score", "max_score", "why")
+COLUMNS = ("student", "assignment", "status", "score", "max_score", "late", "penalty", "why")
 
 
 def rows(root: Path, selected: list[Assignment]) -> list[dict]:
@@ -31,11 +33,28 @@ def rows(root: Path, selected: list[Assignment]) -> list[dict]:
     roster = set(gradebook.students(url)) if _exists(url) else set()
     roster |= students_with_folders(root)
     table = []
+    plugin = late.policy(root)
     for assignment in selected:
         scores = gradebook.scores(url, assignment.id) if _exists(url) else {}
+        deadlines = late.deadlines(url, assignment.id) if _exists(url) else {}
         for student in sorted(roster):
-            table.append(_row(root, assignment, student, scores.get(student)))
+            row = _row(root, assignment, student, scores.get(student))
+            _penalise(row, plugin, deadlines.get(student))
+            table.append(row)
     return table
+
+
+def _penalise(row: dict, plugin, deadline: late.Deadline | None) -> None:
+    """The late policy on a row: its score after the penalty, how late, and the points it cost."""
+    if row["status"] == NOT_SUBMITTED:
+        return
+    graded = row["status"] == GRADED
+    lateness = late.lateness(plugin, row["student"], deadline, float(row["score"]) if graded else None)
+    if lateness is None:
+        return
+    row["late"] = f"{late.duration_text(lateness.seconds)} after {late.shown(lateness.due)}"
+    if graded:
+        row.update(score=_number(float(row["score"]) - lateness.penalty), penalty=_number(lateness.penalty))
 
 
 def _exists(url: str) -> bool:
@@ -44,7 +63,7 @@ def _exists(url: str) -> bool:
 
 def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -> dict:
     row = {"student": student, "assignment": assignment.id, "status": NOT_SUBMITTED,
-           "score": "", "max_score": "", "why": ""}
+           "score": "", "max_score": "", "late": "", "penalty": "", "why": ""}
     try:
         record = read_record(assignment, student)
     except BadRecord as error:
@@ -84,10 +103,10 @@ def export(root: Path, selected: list[Assignment], csv_path: str | None = None, 
             writer = csv.DictWriter(stream, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in table)
-    shown = [("student", "assignment", "score", "status")] + [
+    shown = [("student", "assignment", "score", "status", "late")] + [
         tuple(safe_text(cell, one_line=True) for cell in (
             r["student"], r["assignment"], f"{r['score']}/{r['max_score']}" if r["score"] != "" else "-",
-            r["status"][:120]))
+            r["status"][:120], r["late"] + (f": −{r['penalty']} points" if r["penalty"] else "")))
         for r in table]
     for line in text_table(shown):
         print(line, file=out)

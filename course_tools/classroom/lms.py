@@ -81,6 +81,14 @@ class Grades:
             return ""
         return row["score"]
 
+    def late_note(self, assignment: str, student: str) -> str:
+        """How late the submission was and what it cost (the score is after the penalty), or ""."""
+        row = self.rows.get((assignment, student))
+        if row is None or not row["late"]:
+            return ""
+        cost = f": −{row['penalty']} points, already taken off the grade" if row["penalty"] else ""
+        return f"late: submitted {row['late']}{cost}"
+
     def exercise_score(self, assignment: str, student: str, grade_id: str) -> str:
         row = self.rows.get((assignment, student))
         if row is None or row["status"] != GRADED:
@@ -239,6 +247,9 @@ def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
         student = entry["student_id"]
         used.add(student)
         row[grade_column] = grades.score(assignment, student, student)
+        note = grades.late_note(assignment, student)
+        if note and "Feedback comments" in sheet.header and not row[sheet.column("Feedback comments")].strip():
+            row[sheet.column("Feedback comments")] = note  # an instructor's own comment is never replaced
         for grade_id, column in targets:
             row[column] = grades.exercise_score(assignment, student, grade_id)
         if "Maximum Grade" in sheet.header and not maximum_reported:
@@ -282,6 +293,9 @@ def export_lms(root: Path, selected: list[Assignment], fmt: str, out: Path | Non
             written.append(path)
     for path in written:
         print(f"wrote {path}", file=stdout)
+    for (assignment, student), row in sorted(grades.rows.items()):
+        if note := grades.late_note(assignment, student):
+            print(f"{safe_text(student, one_line=True)} · {assignment}: {note}", file=stdout)
     for problem in grades.problems:
         print(f"course grades: {safe_text(problem, one_line=True)}", file=stderr)
     if grades.problems:

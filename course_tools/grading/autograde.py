@@ -40,6 +40,7 @@ from course_tools.untrusted import Missing, Unreadable, no_links, read_bytes, sa
 
 from . import gradebook
 from .limits import Limits
+from .probe_report import ProbeTexts, call_inputs, returned
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Result, read_record, write_record
 from .redacted import reference_sources
 from .reference import Reference, build_reference, redacted_for, references_of
@@ -64,6 +65,14 @@ def stage_probe_inputs(reference: Reference, work: Path) -> Path:
     for path in (reference.folder / "probes").glob("*.pkl"):
         shutil.copy(path, staged / path.name)
     return staged
+
+
+def probe_texts(reference: Reference) -> ProbeTexts:
+    """Each replayed probe's inputs and the solution's result as short text, once per batch."""
+    folder = reference.folder / "probes"
+    replayed = reference.replayed()
+    return ProbeTexts({k: call_inputs(folder, k) for k in replayed},
+                      {k: returned(reference.expected(k)) for k in replayed})
 
 
 def hidden_values(reference: Reference) -> Scrubber:
@@ -91,7 +100,8 @@ def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: in
         yield Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
                       cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
                       redacted_for(assignment, cells, reference.calls),
-                      reference_sources(references_of(cells, reference.calls)), _slots(jobs), hidden_values(reference))
+                      reference_sources(references_of(cells, reference.calls)), _slots(jobs), hidden_values(reference),
+                      probe_texts(reference))
 
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,
@@ -117,9 +127,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     saved = gradebook.backup(root, url)
     print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
           file=out)
-    gradebook.ensure_assignment(url, assignment.id, assignment.release.stem,
-                                {c.grade_id: c.points for c in cells if c.kind == "test"},
-                                [c.grade_id for c in cells if c.kind == "solution"])
+    gradebook.ensure_cells(url, assignment, cells)
     results = []
     with batch(assignment, cells, limits, jobs=jobs, isolated=isolated) as context:
         reference = context.reference

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from course_tools.classroom import late
 from course_tools.course import assignments
 from course_tools.notebooks import nbgrader_meta, read_notebook
 from course_tools.untrusted import Unreadable, html_text, safe_text
@@ -98,10 +99,12 @@ def visible_part(source: str) -> str:
 
 
 def page(record: Result, tests: dict[str, str], score: dict | None,
-         labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None) -> str:
+         labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None,
+         lateness: late.Lateness | None = None, policy: str = "") -> str:
     """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
     ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
-    cell's grade_id to the student's code."""
+    cell's grade_id to the student's code; ``lateness`` a late submission's delay and penalty under
+    the late ``policy`` (described in words)."""
     labels, code = labels or {}, code or {}
     e = html_text
     title = f"{record.assignment}: feedback for {record.student}"
@@ -110,7 +113,11 @@ def page(record: Result, tests: dict[str, str], score: dict | None,
         summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
     else:
         total = score["score"] if score else record.score
-        summary = f"<p>Score: <b>{total:g} / {record.max_score:g}</b></p>"
+        summary = f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / {record.max_score:g}</b></p>"
+    if lateness is not None:
+        summary += (f"<p class='late'>Late: {e(lateness.describe())}"
+                    + (f" ({total:g} before the penalty; late policy: {e(policy)})" if record.status != FAILED else "")
+                    + "</p>")
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
     if record.notes:
@@ -145,7 +152,8 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
-    scores = gradebook.scores(gradebook.db_url(root), assignment.id)
+    url = gradebook.db_url(root)
+    scores, deadlines, policy = gradebook.scores(url, assignment.id), late.deadlines(url, assignment.id), late.policy(root)
     graded = recorded_students(assignment)
     written, failed = 0, []
     for student in graded:  # the folder's name, not what the record says
@@ -153,7 +161,11 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
             continue
         try:
             record = read_record(assignment, student)
-            text = page(record, tests, scores.get(student), labels, student_answers(root, assignment, student, cells, ids))
+            score = scores.get(student)
+            total = score["score"] if score else record.score
+            lateness = late.lateness(policy, student, deadlines.get(student), total if record.status != FAILED else None)
+            text = page(record, tests, score, labels, student_answers(root, assignment, student, cells, ids),
+                        lateness, late.describe(policy))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue

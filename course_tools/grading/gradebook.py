@@ -13,7 +13,7 @@ import sqlite3
 import warnings
 from pathlib import Path
 
-from course_tools.course import nbgrader_config
+from course_tools.course import Assignment, nbgrader_config
 
 BACKUPS = "gradebook-backups"
 
@@ -65,6 +65,13 @@ def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str
             gradebook.update_or_create_solution_cell(grade_id, notebook, assignment)
 
 
+def ensure_cells(url: str, assignment: Assignment, cells: list) -> None:
+    """:func:`ensure_assignment` with the test and answer cells of the source notebook (``source_cells``)."""
+    ensure_assignment(url, assignment.id, assignment.release.stem,
+                      {c.grade_id: c.points for c in cells if c.kind == "test"},
+                      [c.grade_id for c in cells if c.kind == "solution"])
+
+
 def save(url: str, assignment: str, notebook: str, student: str, scores: dict[str, float | None],
          review: set[str], timestamp: str | None) -> None:
     """Write one student's automatic scores; ``review`` names the cells a person must look at."""
@@ -83,7 +90,7 @@ def save(url: str, assignment: str, notebook: str, student: str, scores: dict[st
 
 
 def scores(url: str, assignment: str) -> dict[str, dict]:
-    """Per student with a submission: the total (manual scores win), the maximum, and cells awaiting a person."""
+    """Per student with a graded submission: the total (manual scores win), the maximum, and cells awaiting a person."""
     from nbgrader.api import Gradebook, MissingEntry
 
     found = {}
@@ -94,6 +101,8 @@ def scores(url: str, assignment: str) -> dict[str, dict]:
             return {}
         for submission in submissions:
             grades = [g for n in submission.notebooks for g in n.grades]
+            if all(g.auto_score is None and g.manual_score is None for g in grades):
+                continue  # an entry made for an extension, or a submission that failed to grade: no score
             found[submission.student.id] = {
                 "score": sum(g.score for g in grades), "max_score": submission.max_score,
                 "manual": {g.name: g.manual_score for g in grades if g.manual_score is not None}}

@@ -21,6 +21,7 @@ from .compare import Mismatch, compare, error_message
 from .copies import pasted_references
 from .limits import Budget, Limits, describe_exit
 from .lint import Finding, bound_names, lint
+from .probe_report import ProbeTexts, probe_reports
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, Check, Result
 from .reference import Reference, load_result, make_plan, redacted_for
 from .runs import Run, run_plan
@@ -47,6 +48,7 @@ class Context:
     references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
     slots: queue.Queue[int]  # the free sandbox slots: --jobs of them (see _run)
     scrub: Scrubber  # removes the hidden checks' values from a student's own error text
+    explained: ProbeTexts  # each probe's inputs and the solution's result, as `course explain` shows them
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}
@@ -86,6 +88,7 @@ class Grading:
     run: Run | None = None
     outcomes: dict[int, dict] = field(default_factory=dict)  # probe -> the student's record of it
     mismatches: dict[int, Mismatch | None] = field(default_factory=dict)  # probe -> how it differs
+    runs: dict[int, str] = field(default_factory=dict)  # probe -> the cascade run its outcome is from, if any
     spent: str = ""  # the time limit a run broke, if any
 
     @property
@@ -171,12 +174,16 @@ def grade_again_on_corrected_exercises(g: Grading) -> None:
                                     f"corrected: {rerun.failure}")
         else:
             g.outcomes.update(again)
+            g.runs.update({k: f"cascade run {number} (the exercises it builds on bound to the references)"
+                           for k in again})
             g.mismatches.update({k: _mismatch(g.context, k, got) for k, got in again.items()})
 
 
 def decide(g: Grading) -> None:
     """Each test cell's verdict, the graded notebook for the instructor, the score and the status."""
     g.result.checks = _verdicts(g.context, g.outcomes, g.mismatches, g.findings)
+    g.result.probes = probe_reports(g.context.cells, g.context.probes_of, g.context.reference.calls,
+                                    g.context.explained, g.outcomes, g.mismatches, g.runs)
     graded_notebook(g.context.assignment.source, g.found, g.context.stubs, g.result.checks,
                     g.workdir / g.context.assignment.release.name)
     if g.spent:
