@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,hub]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,instructor]"
 	touch $@
 
 # Seconds one notebook cell may run in `course build` and `course slides`; on a slow machine,

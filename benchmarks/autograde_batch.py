@@ -38,7 +38,8 @@ def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
     """Submit ``students`` notebooks of ``assignment`` to the scratch course ``root``; student -> kind."""
     import nbformat
 
-    from course_lib.instructor.submission import source_cells
+    from course_tools.course import Assignment
+    from course_tools.grading.submission import source_cells
     from tests.bugs import catalogue
 
     source = root / "solutions" / assignment / f"{assignment}.ipynb"
@@ -56,7 +57,7 @@ def make_batch(root: Path, assignment: str, students: int) -> dict[str, str]:
                 if cell.metadata.get("nbgrader", {}).get("grade_id") == owner[bug.target]:
                     cell.source += "\n\n" + bug.code.strip()
         student = f"student{index:02d}"
-        folder = root / "submitted" / student / assignment
+        folder = Assignment(assignment, root).submitted(student)
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         kinds[student] = kind
@@ -68,7 +69,8 @@ def add_alternatives(root: Path, assignment: str) -> dict[str, str]:
     alternative, in the solution's answer cells); student -> "alternative"."""
     import nbformat
 
-    from course_lib.instructor.submission import source_cells
+    from course_tools.course import Assignment
+    from course_tools.grading.submission import source_cells
     from tests.alternatives import catalogue
 
     source = root / "solutions" / assignment / f"{assignment}.ipynb"
@@ -85,7 +87,7 @@ def add_alternatives(root: Path, assignment: str) -> dict[str, str]:
                 if owner.get(name) == grade_id:
                     cell.source += "\n\n" + codes[i % len(codes)].strip()
         student = f"alternative{i:02d}"
-        folder = root / "submitted" / student / assignment
+        folder = Assignment(assignment, root).submitted(student)
         folder.mkdir(parents=True)
         nbformat.write(notebook, folder / f"{assignment}.ipynb")
         kinds[student] = "alternative"
@@ -104,7 +106,7 @@ def _full(outcome: list) -> bool:
 def run_loaded(template: Path, assignments: list[str], kinds: dict[str, dict[str, str]], hogs: int) -> dict:
     """Every assignment's batch (and its alternatives) with --jobs 2, alone and beside ``hogs``
     CPU-bound processes: the students whose grades differ (there must be none), and the times."""
-    from course_lib.instructor.autograde import autograde
+    from course_tools.grading.autograde import autograde
 
     report: dict = {"hogs": hogs, "by_assignment": {}}
     for assignment in assignments:
@@ -139,11 +141,12 @@ def run_loaded(template: Path, assignments: list[str], kinds: dict[str, dict[str
 
 def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -> dict:
     from benchmarks._notebook_run import machine
-    from course_lib.instructor.autograde import autograde, build_reference, limits_for
-    from course_lib.instructor.course import assignments as course_assignments
-    from course_lib.instructor.sample import scratch_course
-    from course_lib.instructor.sandbox import Sandbox
-    from course_lib.instructor.submission import source_cells
+    from course_tools.grading.autograde import autograde, limits_for
+    from course_tools.grading.reference import build_reference
+    from course_tools.course import assignments as course_assignments
+    from course_tools.publishing.sample import scratch_course
+    from course_tools.grading.sandbox import Sandbox
+    from course_tools.grading.submission import source_cells
 
     report: dict = {"assignments": assignments, "students": students, "machine": machine(), "batch": {},
                     "reference_seconds": {}, "by_assignment": {name: {} for name in assignments}}
@@ -195,7 +198,7 @@ def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -
 
 def main(argv: list[str] | None = None) -> int:
     from benchmarks._notebook_run import write_report
-    from course_lib.instructor.course import assignments
+    from course_tools.course import assignments
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", "--assignment", nargs="+", default=None, metavar="ASSIGNMENT",

@@ -135,7 +135,7 @@ def decoding(options: Options) -> None:
 
 def autograde(options: Options) -> None:
     from benchmarks import autograde_batch
-    from course_lib.instructor.course import assignments
+    from course_tools.course import assignments
 
     course = [a.id for a in assignments(ROOT)]
     # 6 students per assignment (2 honest, 1 blank, 3 bugs): both job counts over the 6 assignments take

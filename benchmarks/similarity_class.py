@@ -97,11 +97,11 @@ def _flag_counts(flagged: dict[frozenset, bool]) -> dict[str, str | int]:
 
 
 def run(assignment_id: str, students: int, rounds: int) -> dict:
-    from course_lib.instructor import canonical
-    from course_lib.instructor.cli import main as course
-    from course_lib.instructor.course import assignments
-    from course_lib.instructor.sample import scratch_course
-    from course_lib.instructor.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints, fingerprinted,
+    from course_tools.classroom.canonical import tokens as canonical_tokens
+    from course_tools.cli import main as course
+    from course_tools.course import assignments
+    from course_tools.publishing.sample import scratch_course
+    from course_tools.classroom.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints, fingerprinted,
                                                   given_cells)
     from tests.test_similarity import write_class
 
@@ -109,12 +109,12 @@ def run(assignment_id: str, students: int, rounds: int) -> dict:
     codes, given = make_class(assignment, students), given_cells(assignment)
 
     def ours() -> dict[frozenset, bool]:
-        canonical.statement_tokens.cache_clear()  # every round starts cold, as one run of the command does
+        canonical_tokens.statement_tokens.cache_clear()  # every round starts cold, as one run of the command does
         return {frozenset((p.first, p.second)): p.flagged(DEFAULT_THRESHOLD) for p in compare(codes, given)}
 
     times, last = alternate({"canonical": ours,
                              "copydetect": lambda: copydetect_scores(codes, given, DEFAULT_THRESHOLD)}, repeats=rounds)
-    canonical.statement_tokens.cache_clear()
+    canonical_tokens.statement_tokens.cache_clear()
     started = time.perf_counter()
     prints = fingerprinted(codes, given)
     canonical_forms = time.perf_counter() - started
@@ -124,7 +124,7 @@ def run(assignment_id: str, students: int, rounds: int) -> dict:
         course_root = Path(scratch) / "course"
         scratch_course(ROOT, course_root, [assignment])
         write_class(course_root, assignments(course_root, [assignment_id])[0], codes)
-        canonical.statement_tokens.cache_clear()
+        canonical_tokens.statement_tokens.cache_clear()
         with contextlib.chdir(course_root), contextlib.redirect_stdout(io.StringIO()):
             started = time.perf_counter()
             course(["similarity", assignment_id])

@@ -19,7 +19,7 @@ from typing import Callable
 
 from benchmarks import attention_rnn, bleu_speed, language_model, mha_speed
 from benchmarks import load as load_benchmark
-from course_lib.instructor.course import assignments
+from course_tools.course import assignments
 
 ROOT = Path(__file__).resolve().parents[1]
 

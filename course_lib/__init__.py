@@ -23,7 +23,7 @@ N+1 can build on a correct one. Modules, one concept each:
     grading       the checks that graded test cells use
     plotting      loss curves and heatmaps
 
-The instructor's tooling lives in ``course_lib.instructor``; notebooks never import it.
+The instructor's tooling is the package ``course_tools`` (the ``[instructor]`` extra); notebooks never import it.
 """
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
-"""JupyterHub for a course on one machine, started by ``course hub`` (course_lib/instructor/hub.py),
+"""JupyterHub for a course on one machine, started by ``course hub`` (course_tools/classroom/hub.py),
 which sets the environment variables read here.
 
-- Who logs in: the students of the roster (students.csv, see course_lib/instructor/roster.py) and
+- Who logs in: the students of the roster (students.csv, see course_tools/classroom/roster.py) and
   the instructors named with ``course hub --instructor``, with their Unix password (PAM). Each
   one's JupyterLab runs as their own Unix user, so nbgrader's exchange permissions hold: a student
   can submit but cannot read another student's submission or feedback.
 - Students get JupyterLab with nbgrader's Assignments tab and Validate button, and the course's
   nbgrader configuration (deploy/jupyter/student/); the formgrader, course list and assignment
   creation are switched off for them. Instructors open the course folder with the formgrader.
-- Of the course folder, students can read only its public entries (course_lib/instructor/access.py:
+- Of the course folder, students can read only its public entries (course_tools/classroom/access.py:
   the release, course_lib, build/data, nbgrader_config.py, deploy/jupyter/student/, .venv, the
   exchange); their servers find the data there through COURSE_DATA_DIR, whatever folder they work in.
 - Only 127.0.0.1 listens: put a TLS reverse proxy in front to open it to a class.
@@ -16,7 +16,7 @@ which sets the environment variables read here.
 import os
 from pathlib import Path
 
-from course_lib.instructor.roster import ROSTER, hub_logins
+from course_tools.classroom.roster import ROSTER, hub_logins
 
 c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this file)
 

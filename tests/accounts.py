@@ -1,5 +1,5 @@
 """Real Unix accounts for the tests of the class workflow, made the way ``course hub`` makes them
-(:func:`course_lib.instructor.hub.create_accounts`), and students acting as them.
+(:func:`course_tools.classroom.hub.create_accounts`), and students acting as them.
 
 Identity on the hub is the Unix account: the exchange's inbox is told apart by who owns an entry,
 the course folder by who may read it. So these tests need root (as ``course hub`` does, and as CI
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.hub import create_accounts, reachable_by_others
+from course_tools.classroom.hub import create_accounts, reachable_by_others
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENTS = ROOT / "tests" / "class_inputs" / "students.py"
@@ -125,8 +125,8 @@ def start_students(python: Path, course: Path, steps: list[Step], together: bool
                    released: Path | None = None) -> subprocess.Popen:
     """Start ``steps`` as their students (see the module's docstring): in order, or all released at
     once (and then the file ``released`` created); :func:`finish_students` waits for them."""
-    from course_lib.instructor.course import nbgrader_config
-    from course_lib.instructor.exchange import exchange_root
+    from course_tools.course import nbgrader_config
+    from course_tools.classroom.exchange import exchange_root
 
     inbound = exchange_root(course) / nbgrader_config(course).CourseDirectory.course_id / "inbound"
     plan = {"course": str(course), "inbound": str(inbound), "together": together,

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.course import assignments
+from course_tools.course import assignments
 
 from .system import require_bwrap
 

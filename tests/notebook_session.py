@@ -6,7 +6,7 @@ and the one-bug-costs-one-exercise check (tests/test_cascade.py).
 """
 from __future__ import annotations
 
-from course_lib.instructor.notebooks import defined_names, graded_cells, nbgrader_meta, read_notebook, solution_cells
+from course_tools.notebooks import defined_names, graded_cells, nbgrader_meta, read_notebook, solution_cells
 
 from .kernel import LiveKernel
 

@@ -2,7 +2,7 @@
 
 The adversary of ``course similarity`` (tests/test_similarity.py): every disguise keeps the answer
 valid Python that computes what the original computes (checked on notebooks 02 and 06), and is
-written here independently of the normaliser in course_lib/instructor/canonical.py, as a student
+written here independently of the normaliser in course_tools/classroom/canonical/, as a student
 would write it: a few lines of ``ast`` each, applied to every answer cell of a real solution.
 """
 from __future__ import annotations

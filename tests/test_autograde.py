@@ -25,14 +25,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from course_lib.instructor import gradebook
-from course_lib.instructor.autograde import autograde, needs_attention
-from course_lib.instructor.records import FAILED, GRADED, RECORD, REVIEW, Check, Result
-from course_lib.instructor.course import CourseError
-from course_lib.instructor.lint import bound_names, lint
-from course_lib.instructor.plain import compare, plain
-from course_lib.instructor.sandbox import Limits, Sandbox
-from course_lib.instructor.submission import source_cells
+from course_tools.grading import gradebook
+from course_tools.grading.autograde import autograde, needs_attention
+from course_tools.grading.records import FAILED, GRADED, RECORD, REVIEW, Check, Result
+from course_tools.course import CourseError
+from course_tools.grading.lint import bound_names, lint
+from course_tools.grading.compare import compare
+from course_tools.grading.sandboxed.plain import plain
+from course_tools.grading.limits import Limits
+from course_tools.grading.sandbox import Sandbox
+from course_tools.grading.submission import source_cells
 
 from .system import needs_bwrap, require_bwrap
 from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
@@ -231,8 +233,8 @@ def test_no_process_outlives_its_sandbox(batch):
 
 @batch_test
 def test_grades_keep_every_status_apart(batch, tmp_path):
-    from course_lib.instructor.course import assignments
-    from course_lib.instructor.grades import export
+    from course_tools.course import assignments
+    from course_tools.classroom.grades import export
 
     path = tmp_path / "grades.csv"
     assert export(batch.root, assignments(batch.root, [ASSIGNMENT]), str(path), out=io.StringIO()) == 1
@@ -259,7 +261,7 @@ def test_grades_keep_every_status_apart(batch, tmp_path):
 
 @batch_test
 def test_feedback_shows_messages_but_no_hidden_tests(batch):
-    from course_lib.instructor.feedback import write_feedback
+    from course_tools.grading.feedback import write_feedback
 
     assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
@@ -279,8 +281,34 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
 
 
 @batch_test
+def test_explain_shows_the_instructor_every_call_with_its_hidden_values(batch, monkeypatch, capsys, tmp_path):
+    """`course explain`: from the record alone, each replayed call's inputs, expected and returned
+    values and difference, hidden ones included; the student's own page shows none of them."""
+    from course_tools.cli import main
+
+    monkeypatch.chdir(batch.root)
+    student = next(fixture_student(i, f) for i, f in enumerate(CATALOGUE) if f.name == "hardcoded")
+    assert main(["explain", student, ASSIGNMENT, "--html", str(tmp_path / "explain.html")]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    assert lines[0].startswith(f"{student} · {ASSIGNMENT}: graded, 8 / 9")
+    failed = lines.index(next(line for line in lines if line.startswith("test_double: failed, 0 / 1")))
+    calls = [line.strip() for line in lines[failed + 1:] if line.startswith("  call ")][:5]
+    assert calls[0].startswith("call 1 visible double: passed") and calls[2].startswith("call 3 hidden double: failed")
+    assert calls[4].startswith("call 5 hidden double: failed (after the cell's first failure: not counted)")
+    # the planted hidden input, the solution's result and the student's 2.5 × it
+    assert "inputs: " in text and "0.481729" in text and "expected: 0.963458" in text and "returned: 1.20432" in text
+    assert "the submission's run" in text
+    page = (tmp_path / "explain.html").read_text()
+    assert "0.481729" in page and "For the instructor only" in page and "<script" not in page
+    feedback = batch.root / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    if feedback.is_file():  # written by the feedback test when it ran first in this worker
+        assert "0.481729" not in feedback.read_text()
+
+
+@batch_test
 def test_cli_exit_status_says_whether_anything_needs_attention(batch, monkeypatch, capsys, tmp_path):
-    from course_lib.instructor.cli import main
+    from course_tools.cli import main
 
     # Regrading here must not disturb the other tests; the hostile fixtures' special files stay behind.
     root = shutil.copytree(batch.root, tmp_path / "course", ignore=_ordinary_files)
@@ -311,7 +339,7 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
     """Distinctive hidden inputs and expected values (tests/submissions/toy.py) never appear on any
     student's feedback page or in any grading record, whatever the student's code printed, raised or
     kept: a hidden check names the kind of difference, a visible one's error text is scrubbed."""
-    from course_lib.instructor.feedback import write_feedback
+    from course_tools.grading.feedback import write_feedback
 
     assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
     texts = {path: path.read_text(encoding="utf-8") for path in (batch.root / "feedback").glob(f"*/{ASSIGNMENT}/*.html")}
@@ -335,8 +363,9 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
 def grade_in_order(root: str, students: list[str]) -> list[dict]:
     """Grade ``students`` one after the other in the one sandbox slot of one batch (one warm runner
     serves them all, the cascade runs of each before the next student's first run): their results."""
-    from course_lib.instructor.autograde import batch as open_batch, grade_student
-    from course_lib.instructor.course import assignments
+    from course_tools.grading.autograde import batch as open_batch
+    from course_tools.grading.student import grade_student
+    from course_tools.course import assignments
 
     assignment = assignments(Path(root), [ASSIGNMENT])[0]
     with open_batch(assignment, source_cells(assignment.source), LIMITS, jobs=1) as context:
@@ -455,7 +484,7 @@ def test_the_catalogue_as_graded_by_an_ordinary_user(grader_account):
             _submit(root, name, fixtures[name])
         for path in [root / "submitted", *(root / "submitted").rglob("*")]:
             shutil.chown(path, grader_account.name, grader_account.name)
-        done = _as(grader_account, "-m", "course_lib.instructor.cli", "autograde", ASSIGNMENT, "--jobs", "2",
+        done = _as(grader_account, "-m", "course_tools.cli", "autograde", ASSIGNMENT, "--jobs", "2",
                    "--cell-timeout", str(LIMITS.cell_s), "--timeout", str(LIMITS.student_s),
                    "--memory", str(LIMITS.memory_bytes / 2**30), root=root, timeout=900)
         assert done.returncode in (0, 1), done.stderr[-3000:]
@@ -669,7 +698,7 @@ def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeyp
     must meet), and every grade is still the one that student earns."""
     import threading
 
-    from course_lib.instructor import autograde as grader
+    from course_tools.grading import student as grader
 
     root, fixtures = _honest_and_wrong_class(tmp_path, 5)
     lock = threading.Lock()
@@ -712,7 +741,7 @@ def test_parses_in_threads_never_fail():
     turns. The race is provoked here: four threads parse while making garbage with finalisers."""
     import threading
 
-    from course_lib.instructor.pyparse import parse
+    from course_tools.pyparse import parse
 
     source = "\n".join(f"def f{i}(x):\n    return [[(x + {i}) * k for k in range(3)] for _ in range(2)]\n"
                        for i in range(200))
@@ -745,7 +774,7 @@ def test_grading_runs_draw_figures_but_never_render_them():
     grader's shell renders no PNG nobody would see (a quarter of notebook 01's grading time)."""
     script = """
 import IPython.core.pylabtools as tools
-from course_lib.instructor.runner import _shell
+from course_tools.grading.sandboxed.runner import _shell
 rendered = []
 tools.print_figure = lambda *a, **k: rendered.append(a) or b""
 shell = _shell()
@@ -815,10 +844,13 @@ def test_compare_reads_plain_results_only():
 
 
 # ------------------------------------------------------------------- what a grade depends on ----
-def _copy_of_course_lib(folder: Path) -> Path:
-    from course_lib.instructor.reference import COURSE_LIB
+def _copy_of_the_sources(folder: Path) -> Path:
+    """A folder holding copies of course_lib/ and course_tools/, as the grader's key reads them."""
+    from course_tools.grading.reference import SOURCES, TEACHING, TOOLING
 
-    return shutil.copytree(COURSE_LIB, folder / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in (TEACHING, TOOLING):
+        shutil.copytree(SOURCES / package, folder / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -837,20 +869,23 @@ def _edit(path: Path) -> None:
 
 
 @pytest.mark.parametrize("module, changes_grades", [
-    ("instructor/slides.py", False), ("instructor/slide_layout.py", False), ("instructor/lms.py", False),
-    ("instructor/similarity.py", False), ("instructor/canonical.py", False), ("instructor/hub.py", False),
-    ("instructor/exchange.py", False), ("instructor/release.py", False), ("instructor/feedback.py", False),
-    ("instructor/grades.py", False), ("instructor/cli.py", False), ("instructor/a_new_publishing_tool.py", False),
-    ("instructor/autograde.py", True), ("instructor/plain.py", True), ("instructor/runner.py", True),
-    ("instructor/zygote.py", True), ("instructor/probes.py", True), ("instructor/sandbox.py", True),
-    ("instructor/scrub.py", True), ("grading.py", True), ("attention.py", True), ("gpt.py", True),
+    *((f"course_tools/publishing/{name}.py", False) for name in ("slides", "slide_layout", "slide_heights",
+                                                                   "release", "a_new_tool")),
+    *((f"course_tools/classroom/{name}.py", False) for name in ("lms", "lms_sheets", "similarity", "hub", "exchange",
+                                                                 "grades", "canonical/loops")),
+    ("course_tools/grading/feedback.py", False), ("course_tools/cli.py", False),
+    *((f"course_tools/grading/{name}.py", True) for name in ("autograde", "student", "compare", "sandbox", "warm",
+                                                             "isolation", "limits", "processes", "scrub")),
+    *((f"course_tools/grading/sandboxed/{name}.py", True) for name in ("plain", "runner", "zygote", "probes",
+                                                                       "replay")),
+    *((f"course_lib/{name}.py", True) for name in ("grading", "attention", "gpt")),
 ])
 def test_the_grader_key_changes_with_what_grades_and_nothing_else(tmp_path, toy_cells, module, changes_grades):
     """Editing the publishing or class tooling keeps the key (so a rerun keeps every saved grade);
     editing a graded reference, a check or the grading code changes it."""
-    from course_lib.instructor.reference import grader_key
+    from course_tools.grading.reference import grader_key
 
-    package = _copy_of_course_lib(tmp_path)
+    package = _copy_of_the_sources(tmp_path)
     cells = toy_cells
     before = grader_key(cells, package)
     if (package / module).exists():
@@ -861,17 +896,17 @@ def test_the_grader_key_changes_with_what_grades_and_nothing_else(tmp_path, toy_
 
 
 def test_a_module_the_grader_starts_to_import_counts_at_once(tmp_path, toy_cells):
-    from course_lib.instructor.reference import grader_key
+    from course_tools.grading.reference import grader_key
 
-    package = _copy_of_course_lib(tmp_path)
+    package = _copy_of_the_sources(tmp_path)
     cells = toy_cells
-    (package / "instructor" / "helper_of_the_grader.py").write_text("X = 1\n", encoding="utf-8")
+    (package / "course_tools" / "grading" / "helper_of_the_grader.py").write_text("X = 1\n", encoding="utf-8")
     before = grader_key(cells, package)
-    plain_py = package / "instructor" / "plain.py"
-    plain_py.write_text(plain_py.read_text(encoding="utf-8") + "\nfrom . import helper_of_the_grader\n",
-                        encoding="utf-8")
+    autograde_py = package / "course_tools" / "grading" / "autograde.py"
+    autograde_py.write_text(autograde_py.read_text(encoding="utf-8") + "\nfrom . import helper_of_the_grader\n",
+                            encoding="utf-8")
     with_import = grader_key(cells, package)
-    _edit(package / "instructor" / "helper_of_the_grader.py")
+    _edit(package / "course_tools" / "grading" / "helper_of_the_grader.py")
     assert len({before, with_import, grader_key(cells, package)}) == 3
 
 
@@ -882,8 +917,8 @@ def test_a_rerun_after_editing_the_class_tooling_keeps_every_grade_and_feedback_
     """`course autograde`, then the LMS export and the slides edited: the rerun keeps every student.
     Then a student resubmits before `course feedback`: the page's "your answer" is the code that was
     graded, never the new one (the graded copy under autograded/ is what counts)."""
-    from course_lib.instructor import reference
-    from course_lib.instructor.feedback import write_feedback
+    from course_tools.grading import reference
+    from course_tools.grading.feedback import write_feedback
 
     from .submissions.catalogue import submission
 
@@ -894,10 +929,10 @@ def test_a_rerun_after_editing_the_class_tooling_keeps_every_grade_and_feedback_
     try:
         first = autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
         assert not any(r.kept for r in first)
-        package = _copy_of_course_lib(tmp_path)
-        monkeypatch.setattr(reference, "COURSE_LIB", package)
-        _edit(package / "instructor" / "lms.py")
-        _edit(package / "instructor" / "slides.py")
+        package = _copy_of_the_sources(tmp_path)
+        monkeypatch.setattr(reference, "SOURCES", package)
+        _edit(package / "course_tools" / "classroom" / "lms.py")
+        _edit(package / "course_tools" / "publishing" / "slides.py")
         again = autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
         assert sorted(r.student for r in again if r.kept) == ["s0", "s1"]
         assert {r.student: r.score for r in again} == {r.student: r.score for r in first}

@@ -17,7 +17,7 @@ from benchmarks.flops import matmul_params, peak_flops, training_flops
 from benchmarks.mha_speed import CONTENDERS, FUSED
 from benchmarks.transformer import TorchTransformer
 from course_lib import seed_everything
-from course_lib.instructor.cli import main as course
+from course_tools.cli import main as course
 from course_lib.transformer import Transformer, transformer_param_count
 
 from .test_transformer import batch, tiny
@@ -181,7 +181,7 @@ def test_length_section_trains_both_position_schemes_and_reports_them(tmp_path):
 
 @pytest.mark.parametrize("seconds, status", [(13.1, table.MET), (16.9, table.GAP)])
 def test_autograde_row_holds_the_whole_course_to_its_target(tmp_path, seconds, status):
-    from course_lib.instructor.course import assignments
+    from course_tools.course import assignments
 
     course = [a.id for a in assignments(ROOT)]
     runs = {"jobs1": {"seconds_per_student": seconds, "unexpected": 0},

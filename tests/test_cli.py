@@ -5,7 +5,7 @@ import sys
 import nbformat
 import pytest
 
-from course_lib.instructor.cli import main
+from course_tools.cli import main
 
 from .toy_course import cell, make_toy_course, toy_notebook
 
@@ -18,7 +18,7 @@ def course(tmp_path, monkeypatch):
 
 
 def test_help_lists_every_step():
-    out = subprocess.run([sys.executable, "-m", "course_lib.instructor.cli", "--help"],
+    out = subprocess.run([sys.executable, "-m", "course_tools.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
     for step in ("release", "check", "build"):
         assert step in out
@@ -139,7 +139,7 @@ def test_build_reports_a_notebook_that_times_out_or_fails_and_goes_on(course, ca
 
 @pytest.mark.notebook
 def test_a_course_lib_beside_the_notebook_never_shadows_the_installed_one(course):
-    from course_lib.instructor.execute import validate
+    from course_tools.publishing.execute import validate
 
     folder = course / "solutions" / "toy"
     (folder / "course_lib.py").write_text("raise SystemExit('shadowed')\n")

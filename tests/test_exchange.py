@@ -1,6 +1,6 @@
 """nbgrader's exchange in a temporary course: ``course release --exchange``, real student accounts
 fetching, submitting and fetching feedback with nbgrader's own commands (tests/accounts.py),
-``course collect`` and ``course feedback --release`` (course_lib.instructor.exchange). Hostile
+``course collect`` and ``course feedback --release`` (course_tools.classroom.exchange). Hostile
 inbox entries: tests/class_inputs/catalogue.py, run by tests/test_hostile_class.py."""
 import io
 import os
@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor.course import assignments
-from course_lib.instructor.exchange import (collect_from_exchange, exchange_root, release_feedback_to_exchange,
+from course_tools.course import assignments
+from course_tools.classroom.exchange import (collect_from_exchange, exchange_root, release_feedback_to_exchange,
                                             release_to_exchange)
 
 from .accounts import Step, accounts, act_as_students  # noqa: F401 (accounts: the session's fixture)
@@ -100,7 +100,7 @@ def test_feedback_names_every_check_by_its_exercise_or_question(assignment):
     """Every graded cell of the course gets a label from the heading above it, "Exercise N · name"
     or "Question N · name" (the checks of understanding), or its section's title; never a bare
     grade id or a number the notebook does not show."""
-    from course_lib.instructor.feedback import exercises
+    from course_tools.grading.feedback import exercises
 
     labels = {grade_id: label for grade_id, (label, _) in exercises(assignment.source).items()}
     unnamed = {g: label for g, label in labels.items()

@@ -22,11 +22,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor.autograde import autograde
-from course_lib.instructor.records import GRADED
-from course_lib.instructor.feedback import exercises
-from course_lib.instructor.sample import scratch_course, submit
-from course_lib.instructor.submission import source_cells
+from course_tools.grading.autograde import autograde
+from course_tools.grading.records import GRADED
+from course_tools.grading.feedback import exercises
+from course_tools.publishing.sample import scratch_course, submit
+from course_tools.grading.submission import source_cells
 
 from .alternatives import catalogue as alternatives
 from .bugs import catalogue as bugs

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor import gradebook
-from course_lib.instructor.submission import source_cells, split_test_cell
+from course_tools.grading import gradebook
+from course_tools.grading.submission import source_cells, split_test_cell
 
 from . import browser
 from .accounts import student_python
@@ -54,7 +54,7 @@ def requirements() -> None:
     if os.geteuid() != 0 or not shutil.which("useradd"):
         pytest.skip("the hub creates Unix accounts and runs each user's server as that user: run as root")
     if not (Path(sys.executable).parent / "jupyterhub").is_file():
-        browser.unavailable("jupyterhub not installed (pip install -e '.[hub]')")
+        browser.unavailable("jupyterhub not installed (pip install -e '.[instructor]')")
     if not (ROOT / "build" / "vendor" / "node_modules" / ".bin" / "configurable-http-proxy").is_file():
         browser.unavailable("configurable-http-proxy not installed")
 

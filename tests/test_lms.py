@@ -22,12 +22,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor import gradebook
-from course_lib.instructor.cli import main
-from course_lib.instructor.course import CourseError, assignments
-from course_lib.instructor.grades import COLUMNS
-from course_lib.instructor.lms import CANVAS_COLUMNS, CANVAS_POINTS, MOODLE_COLUMNS, export_lms
-from course_lib.instructor.records import FAILED, REVIEW, Check, Result, write_record
+from course_tools.grading import gradebook
+from course_tools.cli import main
+from course_tools.course import CourseError, assignments
+from course_tools.classroom.grades import COLUMNS
+from course_tools.classroom.lms import CANVAS_COLUMNS, CANVAS_POINTS, MOODLE_COLUMNS, export_lms
+from course_tools.grading.records import FAILED, REVIEW, Check, Result, write_record
 
 from .toy_course import ROOT, cell
 

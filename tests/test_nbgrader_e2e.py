@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from course_lib.instructor.course import nbgrader_config
+from course_tools.course import nbgrader_config
 
 from .conftest import ASSIGNMENTS
 

@@ -1,9 +1,9 @@
 """Every assignment: stored clean, release in sync, solution passes, release fails every graded cell."""
 import pytest
 
-from course_lib.instructor.execute import validate
-from course_lib.instructor.notebooks import dumps, graded_cells, normalised, read_notebook
-from course_lib.instructor.release import plan_release
+from course_tools.publishing.execute import validate
+from course_tools.notebooks import dumps, graded_cells, normalised, read_notebook
+from course_tools.publishing.release import plan_release
 
 from .conftest import ROOT, assignment_params
 

@@ -1,4 +1,4 @@
-"""Private stays private, all term (course_lib.instructor.access): a student's account tries to
+"""Private stays private, all term (course_tools.classroom.access): a student's account tries to
 read every path of the course folder. What it can read must be public (access.PUBLIC), and all that
 is public and meant to be read all the way down must be readable.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor.access import Kind, public_entry_of
+from course_tools.classroom.access import Kind, public_entry_of
 
 from .accounts import Step, accounts, act_as_students  # noqa: F401 (accounts: the session's fixture)
 from .conftest import ROOT
@@ -97,7 +97,7 @@ def check_only_public_is_readable(root: Path, paths: list[str], readable: set[st
     assert not public_but_unreadable, f"public but unreadable: {public_but_unreadable[:20]}"
 
 
-LAID_OUT = ("solutions/a1/a1.ipynb", "notebooks/a1/a1.ipynb", "course_lib/__init__.py", "course_lib/instructor/x.py",
+LAID_OUT = ("solutions/a1/a1.ipynb", "notebooks/a1/a1.ipynb", "course_lib/__init__.py", "course_tools/x.py",
             "build/data/corpus.txt", "build/sample/solutions/a1/a1.ipynb", "build/autograde/a1/probes/0.pkl",
             "build/executed/a1.ipynb", "deploy/jupyterhub_config.py", "deploy/jupyter/student/nbgrader_config.py",
             "gradebook.db", "gradebook-backups/gradebook.db.1", "students.csv", "submitted/s1/a1/a1.ipynb",

@@ -1,8 +1,8 @@
 """The number-provenance report: which prose numbers an executed notebook does not back."""
 import nbformat
 
-from course_lib.instructor.notebooks import dumps
-from course_lib.instructor.provenance import prose_numbers, provenance, report, unbacked_numbers
+from course_tools.notebooks import dumps
+from course_tools.publishing.provenance import prose_numbers, provenance, report, unbacked_numbers
 
 
 def _notebook(markdown: list[str], code: str = "", printed: str = ""):
@@ -80,7 +80,7 @@ def test_report_and_command(tmp_path):
 
 
 def test_course_provenance_step(tmp_path, monkeypatch, capsys):
-    from course_lib.instructor.cli import main
+    from course_tools.cli import main
 
     from .toy_course import make_toy_course
 

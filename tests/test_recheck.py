@@ -10,11 +10,13 @@ import pytest
 import torch
 from torch import nn
 
-from course_lib.instructor.copies import pasted_references
-from course_lib.instructor.plain import compare, mutable, plain
-from course_lib.instructor.probes import path_to, match_parameters
-from course_lib.instructor.redacted import redact_source, redacted_course_lib, reference_sources
-from course_lib.instructor.submission import split_test_cell
+from course_tools.grading.copies import pasted_references
+from course_tools.grading.compare import compare
+from course_tools.grading.sandboxed.plain import mutable, plain
+from course_tools.grading.sandboxed.probes import path_to
+from course_tools.grading.sandboxed.replay import match_parameters
+from course_tools.grading.redacted import redact_source, redacted_course_lib, reference_sources
+from course_tools.grading.submission import split_test_cell
 
 
 def record(value, **extra) -> dict:
@@ -128,7 +130,7 @@ def test_redacted_sources_keep_the_names_but_not_the_code():
 def test_the_redacted_course_lib_stubs_the_references_and_holds_no_bytecode(tmp_path):
     folder, removed = redacted_course_lib({"softmax", "course_lib.rnn.rnn_cell_step"}, tmp_path)
     assert "course_lib.attention.softmax" in removed and "course_lib.rnn.rnn_cell_step" in removed
-    assert not list(folder.rglob("*.pyc")) and (folder / "instructor" / "runner.py").is_file()
+    assert not list(folder.rglob("*.pyc")) and (folder / "attention.py").is_file()
     probe = ("import course_lib.attention as a, course_lib.rnn as r\n"
              "for f in (a.softmax, r.rnn_cell_step):\n"
              "    try:\n        f(1)\n    except NotImplementedError as e:\n        print('stub', e)\n")

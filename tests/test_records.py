@@ -1,4 +1,4 @@
-"""The grading record (course_lib/instructor/records.py): one model, one reader, for every command."""
+"""The grading record (course_tools/grading/records.py): one model, one reader, for every command."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.course import Assignment
-from course_lib.instructor.records import RECORD, REVIEW, BadRecord, Check, Result, read_record, write_record
+from course_tools.course import Assignment
+from course_tools.grading.records import (EXPLANATION, RECORD, REVIEW, BadRecord, Check, Probe, Result,
+                                          read_explanation, read_record, write_record)
 
 from .conftest import ROOT
 
@@ -20,13 +21,32 @@ def _result() -> Result:
                   submission="abc", grader="def")
 
 
+PROBE = Probe("test_x", 2, "f", True, "the submission's run", "failed", True, "values differ: 0.25 vs 0.5",
+              "(0.125,)", "0.25", "0.5")
+
+
 def test_a_record_reads_back_as_it_was_written(tmp_path):
     folder = Assignment("toy", tmp_path).autograded("ada")
     folder.mkdir(parents=True)
-    write_record(folder, _result())
-    assert read_record(Assignment("toy", tmp_path), "ada") == _result()
+    written = _result()
+    written.probes = [PROBE]
+    write_record(folder, written)
+    assert read_record(Assignment("toy", tmp_path), "ada") == _result()  # the probes are not in the record
+    assert "0.125" not in (folder / RECORD).read_text()
+    assert read_explanation(Assignment("toy", tmp_path), "ada") == [PROBE]
     assert read_record(Assignment("toy", tmp_path), "bob") is None
-    assert sorted(p.name for p in folder.iterdir()) == [RECORD]  # no partial file left
+    assert read_explanation(Assignment("toy", tmp_path), "bob") == []
+    assert sorted(p.name for p in folder.iterdir()) == sorted([EXPLANATION, RECORD])  # no partial file left
+
+
+@pytest.mark.parametrize("data", [{"x": 1}, [{"grade_id": "x"}], [{**asdict(PROBE), "number": True}],
+                                  [{**asdict(PROBE), "hidden": "yes"}]])
+def test_an_explanation_of_another_shape_is_a_bad_record(tmp_path, data):
+    folder = Assignment("toy", tmp_path).autograded("ada")
+    folder.mkdir(parents=True)
+    (folder / EXPLANATION).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BadRecord):
+        read_explanation(Assignment("toy", tmp_path), "ada")
 
 
 def _written(tmp_path: Path, text: str | None = None, data: dict | None = None) -> Path:

@@ -23,10 +23,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.instructor.course import assignments
-from course_lib.instructor.sample import scratch_course, submit
-from course_lib.instructor.similarity import DEFAULT_THRESHOLD, Pair, collect, compare, given_cells, similarity_report
-from course_lib.instructor.submission import release_stubs, source_cells
+from course_tools.course import assignments
+from course_tools.publishing.sample import scratch_course, submit
+from course_tools.classroom.similarity import DEFAULT_THRESHOLD, Pair, collect, compare, given_cells, similarity_report
+from course_tools.grading.submission import release_stubs, source_cells
 
 from .alternatives import catalogue as alternatives
 from .conftest import ASSIGNMENTS
@@ -407,8 +407,8 @@ def test_the_command_reports_flags_and_unreadable_notebooks(course, tmp_path):
 def test_a_renamed_notebook_is_reported_as_autograde_reports_it(tmp_path):
     """Similarity compares what `course autograde` grades: the release's notebook name. A lone
     renamed copy is not a submission to either, and the reason is the grader's own words."""
-    from course_lib.instructor.submission import read_submission
-    from course_lib.instructor.untrusted import Unreadable
+    from course_tools.grading.submission import read_submission
+    from course_tools.untrusted import Unreadable
 
     root = toy_course(tmp_path, {"ada": ADA, "bob": BOB})
     folder = root / "submitted" / "bob" / ASSIGNMENT
@@ -438,7 +438,7 @@ def test_what_students_wrote_is_escaped(course, tmp_path):
 
 
 def test_the_command_line(course, monkeypatch, capsys):
-    from course_lib.instructor.cli import main
+    from course_tools.cli import main
 
     monkeypatch.chdir(course)
     assert main(["similarity", ASSIGNMENT, "--threshold", "0.99"]) == 1
@@ -495,7 +495,7 @@ def write_class(course: Path, assignment, students: dict[str, dict[str, str]]) -
 
 def run_similarity(course: Path, assignment_id: str) -> dict[frozenset, dict[str, str]]:
     """``course similarity ASSIGNMENT`` in ``course``: its pairs.csv rows by pair."""
-    from course_lib.instructor.cli import main
+    from course_tools.cli import main
 
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
         patch.chdir(course)

@@ -16,16 +16,17 @@ import time
 import nbformat
 import pytest
 
-from course_lib.instructor import slide_layout
-from course_lib.instructor import slides as slides_module
-from course_lib.instructor.chromium import pdf_pages
-from course_lib.instructor.cli import main
-from course_lib.instructor.course import Assignment, CourseError, assignments
-from course_lib.instructor.execute import Execution
-from course_lib.instructor.notebooks import read_notebook
-from course_lib.instructor.slide_layout import lay_out
-from course_lib.instructor.slides import (SEED_TOPICS, SEEDS, copy_assets, executed, print_pdf,
-                                          render, slide_count, slides, slides_in, topics, vendor_dir, write_index)
+from course_tools.publishing import slide_heights
+from course_tools.publishing import slides as slides_module
+from course_tools.publishing.chromium import pdf_pages
+from course_tools.cli import main
+from course_tools.course import Assignment, CourseError, assignments
+from course_tools.publishing.execute import Execution
+from course_tools.notebooks import read_notebook
+from course_tools.publishing.slide_layout import lay_out
+from course_tools.publishing.slide_index import (SEED_TOPICS, SEEDS, slide_count, slides_in, topics,
+                                                 write_index)
+from course_tools.publishing.slides import copy_assets, executed, print_pdf, render, slides, vendor_dir
 
 from . import browser
 from .conftest import ROOT, ASSIGNMENTS
@@ -146,7 +147,7 @@ def _fake_execute(calls):
 def test_executed_copies_are_reused_only_when_fresh_and_from_the_same_profile(tmp_path, monkeypatch):
     import io
 
-    from course_lib.instructor import execute as execute_module
+    from course_tools.publishing import execute as execute_module
 
     make_toy_course(tmp_path)
     calls = []
@@ -284,10 +285,10 @@ def test_a_long_exercise_stays_on_the_slides_in_parts_without_the_solution_marke
                        + ["    return x", "    ### END SOLUTION"])
     shown = lay_out(_lecture(_code(source, nbgrader=SOLUTION, cell_id="ex")))
     parts = [c for c in shown.cells if c.cell_type == "code"]
-    assert len(parts) >= 3 and all(len(c.source.splitlines()) <= slide_layout.EXERCISE_LINES for c in parts)
+    assert len(parts) >= 3 and all(len(c.source.splitlines()) <= slide_heights.EXERCISE_LINES for c in parts)
     assert "\n".join(c.source for c in parts).split() == [w for w in source.split()
                                                           if w not in ("###", "BEGIN", "END", "SOLUTION")]
-    assert all(slide_layout.slide_type(c) == "subslide" for c in shown.cells if "(continued)" in c.source)
+    assert all(slide_heights.slide_type(c) == "subslide" for c in shown.cells if "(continued)" in c.source)
     text = render(_lecture(_code(source, nbgrader=SOLUTION, cell_id="ex")), "rules")
     assert "part_39" in _outside_notes(text) and "BEGIN SOLUTION" not in text
     assert slides_in(text) == slide_count(shown) >= 3
@@ -298,7 +299,7 @@ def test_long_output_is_cut_with_a_count_of_what_is_left():
     (cell,) = [c for c in lay_out(_lecture(_code("x = 1", [out]))).cells if c.cell_type == "code"]
     text = cell.outputs[0]["text"]
     assert "line 0\n" in text and "line 49" not in text
-    assert f"{50 - slide_layout.MAX_OUTPUT_LINES + 1} more lines in the notebook" in text
+    assert f"{50 - slide_heights.MAX_OUTPUT_LINES + 1} more lines in the notebook" in text
 
 
 def test_a_derivations_prose_goes_to_the_notes_and_its_formulas_stay():
@@ -358,7 +359,7 @@ const started = Date.now();
 
 def _shown_images(notebook) -> int:
     """Image outputs of the cells a deck shows (skipped cells and notes show none)."""
-    return sum(1 for cell in notebook.cells if slides_module.slide_type(cell) not in ("skip", "notes")
+    return sum(1 for cell in notebook.cells if slide_heights.slide_type(cell) not in ("skip", "notes")
                for output in cell.get("outputs", [])
                if {"image/png", "image/jpeg"} & set(output.get("data", {})))
 
@@ -399,7 +400,7 @@ def check_deck(driver, url: str, notebook, shots=None) -> dict:
     assert deck["total"] == slide_count(shown), deck
     assert deck["horizontal"] == horizontal_count(shown), deck
     has_maths = any("$" in c.source for c in notebook.cells if c.cell_type == "markdown"
-                    and slides_module.slide_type(c) not in ("skip",))
+                    and slide_heights.slide_type(c) not in ("skip",))
     if has_maths:
         assert deck["jax"] > 0 and deck["typeset"] >= deck["jax"], deck
     assert not deck["badMaths"], f"maths MathJax could not typeset: {deck['badMaths']}"
@@ -434,7 +435,7 @@ def keep_screenshots(folder) -> list:
 
 def horizontal_count(notebook) -> int:
     """Top-level slides: the first shown cell, then every later cell of type ``slide``."""
-    types = [slides_module.slide_type(c) for c in notebook.cells]
+    types = [slide_heights.slide_type(c) for c in notebook.cells]
     first = next(i for i, kind in enumerate(types) if kind not in ("skip", "notes"))
     return 1 + types[first + 1:].count("slide")
 
@@ -629,7 +630,7 @@ def test_every_slide_of_every_lecture_deck_fits_the_screen(assignment, lecture_d
     assert fit["notesPlugin"]
     assert (lecture_decks / "slides" / "assets" / "reveal.js" / "plugin" / "notes" / "notes.js").is_file()
     derivations = [c for c in lay_out(slides_module.for_slides(notebook)).cells
-                   if slide_layout.slide_type(c) == "notes" and c.id.endswith("-notes")]
+                   if slide_heights.slide_type(c) == "notes" and c.id.endswith("-notes")]
     assert len(fit["withNotes"]) >= 1 and len(derivations) >= 1, fit["withNotes"]
 
 

@@ -3,6 +3,7 @@
 These read the source (ast), so a shortcut that creeps back in fails here rather than in review.
 """
 import ast
+import re
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import pytest
 
 from .conftest import ROOT
 
-PACKAGES = ("course_lib", "benchmarks", "tests")
+PACKAGES = ("course_lib", "course_tools", "benchmarks", "tests")
 
 
 def _modules(*packages: str):
@@ -37,9 +38,9 @@ def test_no_private_name_is_imported_from_another_module():
 
 
 def test_the_installed_package_imports_nothing_that_is_not_installed():
-    """course_lib is installed; benchmarks/ and tests/ live only in the repository."""
+    """course_lib and course_tools are installed; benchmarks/ and tests/ live only in the repository."""
     found = [f"{path.relative_to(ROOT)}:{line}: {module}"
-             for path, tree in _modules("course_lib")
+             for path, tree in _modules("course_lib", "course_tools")
              for module, _, line in _imports(tree)
              if module.split(".")[0] in ("benchmarks", "tests")]
     assert not found, "\n".join(found)
@@ -82,8 +83,8 @@ def test_each_special_token_id_has_one_definition(name):
 
 @pytest.mark.parametrize("module, must_not_load", [
     ("course_lib.train", "course_lib.recipes"),       # the training loop knows no recipe
-    ("course_lib.instructor.grades", "torch"),        # exporting grades needs no torch
-    ("course_lib.instructor.feedback", "torch"),
+    ("course_tools.classroom.grades", "torch"),        # exporting grades needs no torch
+    ("course_tools.grading.feedback", "torch"),
 ])
 def test_import_graph(module, must_not_load):
     loaded = subprocess.run([sys.executable, "-c", f"import sys, {module}; print({must_not_load!r} in sys.modules)"],
@@ -94,13 +95,13 @@ def test_import_graph(module, must_not_load):
 def test_the_grader_parses_python_through_pyparse_only():
     """``course autograde`` parses in several threads, and CPython 3.11's ast.parse is not safe there
     (test_autograde.py::test_parses_in_threads_never_fail): every parse of the instructor's tooling
-    goes through course_lib.instructor.pyparse, which makes them take turns."""
+    goes through course_tools.pyparse, which makes them take turns."""
     found = [f"{path.relative_to(ROOT)}:{node.lineno}"
-             for path, tree in _modules("course_lib") if path.name != "pyparse.py"
+             for path, tree in _modules("course_lib", "course_tools") if path.name != "pyparse.py"
              for node in ast.walk(tree)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
              and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"]
-    assert not found, "ast.parse outside course_lib/instructor/pyparse.py: " + ", ".join(found)
+    assert not found, "ast.parse outside course_tools/pyparse.py: " + ", ".join(found)
 
 
 def test_what_the_suite_needs_of_the_machine_is_checked_in_one_place():
@@ -134,9 +135,9 @@ def test_without_bubblewrap_a_sandboxed_test_skips_here_and_fails_in_ci(tmp_path
 
 def test_the_protocol_is_read_on_both_sides_and_imports_only_the_standard_library():
     """protocol.py is imported inside the sandbox, before any student code: nothing of the grader."""
-    from course_lib.instructor.protocol import Plan
+    from course_tools.grading.sandboxed.protocol import Plan
 
-    tree = ast.parse((ROOT / "course_lib" / "instructor" / "protocol.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "course_tools" / "grading" / "sandboxed" / "protocol.py").read_text(encoding="utf-8"))
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
@@ -144,3 +145,95 @@ def test_the_protocol_is_read_on_both_sides_and_imports_only_the_standard_librar
     assert Plan.loads(plan.dumps()) == plan
     with pytest.raises(ValueError, match="mode"):
         Plan("run", [], {})
+
+
+# ------------------------------------------------------------- the tooling's trust boundary ----
+TOOLING, SANDBOXED = "course_tools", "course_tools.grading.sandboxed"
+
+
+def _module_name(path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def _imported_modules(path, tree: ast.AST) -> set[str]:
+    """Every module ``path`` imports, by absolute dotted name (relative imports resolved); a name
+    imported from a package counts as its module too (``from course_tools.grading import records``)."""
+    package = _module_name(path).split(".")[:None if path.name == "__init__.py" else -1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            source = ".".join(base + ([node.module] if node.module else []))
+            found |= {source, *(f"{source}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def _inside(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_what_runs_in_the_sandbox_imports_nothing_of_the_trusted_side():
+    """grading/sandboxed/ runs as the student's code: of the tooling it may import only itself (the
+    sandbox mounts nothing else of course_tools, so a trusted import would fail there, or hand the
+    student's code the grader's)."""
+    found = [f"{path.relative_to(ROOT)}: {name}"
+             for path, tree in _modules("course_tools/grading/sandboxed")
+             for name in sorted(_imported_modules(path, tree))
+             if _inside(name, TOOLING) and not _inside(name, SANDBOXED)
+             and name not in ("course_tools", "course_tools.grading")]
+    assert not found, "\n".join(found)
+
+
+def test_course_lib_imports_nothing_of_the_tooling():
+    """A student installs course_lib without the [instructor] extra: it never needs course_tools."""
+    found = [f"{path.relative_to(ROOT)}: {name}" for path, tree in _modules("course_lib")
+             for name in sorted(_imported_modules(path, tree)) if _inside(name, TOOLING)]
+    assert not found, "\n".join(found)
+
+
+def _code_strings(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module but its docstrings."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def _spells(modules, constant: str, names: tuple[str, ...]) -> list[str]:
+    """Where a module writes ``constant`` as a string or imports one of ``names``."""
+    found = []
+    for path, tree in modules:
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}" for node in _code_strings(tree)
+                  if constant in node.value]
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}: imports {alias.name}" for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) for alias in node.names if alias.name in names]
+    return found
+
+
+def test_only_the_record_model_reads_the_grading_record():
+    """grading.json is read and written by course_tools/grading/records.py alone (read_record,
+    write_record, recorded_students): every command gets the same checks."""
+    modules = [(path, tree) for path, tree in _modules("course_lib", "course_tools", "benchmarks")
+               if path != ROOT / "course_tools" / "grading" / "records.py"]
+    found = _spells(modules, "grading.json", ("RECORD",))
+    assert not found, "\n".join(found)
+
+
+COURSE_FOLDER = re.compile(r"^(submitted|autograded)$|(^|/)(submitted|autograded|feedback)/")
+
+
+def test_only_the_course_directory_model_spells_a_submission_path():
+    """submitted/, autograded/ and feedback/ are named by course_tools/course.py alone (Assignment's
+    submitted(), autograded(), feedback() and the folders of every student); words for people
+    (messages, help) may name them."""
+    modules = [(path, tree) for path, tree in _modules("course_lib", "course_tools", "benchmarks")
+               if path != ROOT / "course_tools" / "course.py"]
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}" for path, tree in modules
+             for node in _code_strings(tree) if " " not in node.value and COURSE_FOLDER.search(node.value)]
+    found += [f"{path.relative_to(ROOT)}:{node.lineno}: imports {alias.name}" for path, tree in modules
+              for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+              for alias in node.names if alias.name in ("SUBMITTED", "AUTOGRADED", "FEEDBACK")]
+    assert not found, "\n".join(found)

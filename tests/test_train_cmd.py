@@ -9,7 +9,7 @@ import pytest
 
 from course_lib import recipes
 from course_lib.distributed import MODELS, Shard
-from course_lib.instructor.cli import main as course
+from course_tools.cli import main as course
 from course_lib.text import BucketedBatches, TranslationData
 from course_lib.checkpoints import load_checkpoint, read_results, runs_dir
 

@@ -1,4 +1,4 @@
-"""course_lib.instructor.untrusted: reading what a student controls, and writing what a student wrote.
+"""course_tools.untrusted: reading what a student controls, and writing what a student wrote.
 
 Fast: no sandbox, no notebook. Every read that could block runs under ``signal.alarm``, so a
 regression fails in seconds instead of hanging the suite.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, html_text,
+from course_tools.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, html_text,
                                              no_links, open_regular, read_bytes, read_range, safe_data, safe_text,
                                              tree_bytes)
 
@@ -172,14 +172,14 @@ HOSTILE = "=cmd|' /C calc'!A0 \ud800\x1b[2J<script>"
 
 
 def _record(student: str, status: str, score: float | None = None, **extra):
-    from course_lib.instructor.records import Result
+    from course_tools.grading.records import Result
 
     return Result(student, "toy", status, score, 8.0, seconds=1.0, **extra)
 
 
 def test_summary_survives_hostile_text():
-    from course_lib.instructor.autograde import summary
-    from course_lib.instructor.records import Check, Result
+    from course_tools.grading.autograde import summary
+    from course_tools.grading.records import Check, Result
 
     results = [Result("a\ud800", "toy", "needs manual review", 6.0, 8.0, reasons=[HOSTILE], notes=[HOSTILE],
                       checks=[Check("test_x", 1.0, 0.0, "review", HOSTILE, True)]),
@@ -190,9 +190,9 @@ def test_summary_survives_hostile_text():
 
 
 def test_grades_csv_survives_hostile_records(tmp_path):
-    from course_lib.instructor.course import Assignment
-    from course_lib.instructor.grades import export
-    from course_lib.instructor.records import Check
+    from course_tools.course import Assignment
+    from course_tools.classroom.grades import export
+    from course_tools.grading.records import Check
 
     root = tmp_path
     (root / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.db_url = "
@@ -227,9 +227,9 @@ def test_grades_csv_survives_hostile_records(tmp_path):
 
 
 def test_feedback_page_escapes_hostile_text():
-    from course_lib.instructor.feedback import page
+    from course_tools.grading.feedback import page
 
-    from course_lib.instructor.records import Check
+    from course_tools.grading.records import Check
 
     record = _record("s\ud800", "needs manual review", score=6.0, notes=[HOSTILE],
                      checks=[Check("test_x", 1.0, 0.0, "review\"><script>", HOSTILE, True)])
@@ -239,12 +239,12 @@ def test_feedback_page_escapes_hostile_text():
 
 
 def test_a_students_error_text_loses_every_hidden_value():
-    """course_lib.instructor.scrub: numbers that show a hidden value (rounded, cut, scaled, as a
+    """course_tools.grading.scrub: numbers that show a hidden value (rounded, cut, scaled, as a
     float32 prints or as it was written), small numbers equal to one, hidden strings and their
     words, and long encoded runs are replaced; what is also a visible value stays."""
     import torch
 
-    from course_lib.instructor.scrub import Scrubber
+    from course_tools.grading.scrub import Scrubber
 
     scrub = Scrubber(hidden=[torch.tensor([0.48172913, 8505.0, 16.0]), -1.5, "the hidden sentence here"],
                      visible=[torch.tensor([3.0, 4.0, 0.25, 0.4817999]), "visible words"])

@@ -1,5 +1,5 @@
 """``course collect --zip``: Canvas and Moodle submission downloads placed by the roster's LMS ids,
-every other file reported (course_lib.instructor.zip_collect). Hostile downloads:
+every other file reported (course_tools.classroom.zip_collect). Hostile downloads:
 tests/class_inputs/catalogue.py, run by tests/test_hostile_class.py."""
 import io
 import shutil
@@ -8,8 +8,8 @@ import zipfile
 import nbformat
 import pytest
 
-from course_lib.instructor.course import CourseError
-from course_lib.instructor.zip_collect import collect_zip
+from course_tools.course import CourseError
+from course_tools.classroom.zip_collect import collect_zip
 
 from .conftest import ROOT
 

@@ -1,4 +1,4 @@
-"""The warm runner (course_lib/instructor/zygote.py): runs forked from one zygote share nothing.
+"""The warm runner (course_tools/grading/sandboxed/zygote.py): runs forked from one zygote share nothing.
 
 One zygote per batch slot imports torch once and forks every student's run; what one run leaves
 behind (a detached process, files in the scratch folder or /dev/shm, a folder it made unreadable,
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.instructor.protocol import Plan
-from course_lib.instructor.reference import plan_limits
-from course_lib.instructor.runs import run_plan
-from course_lib.instructor.sandbox import Limits, Sandbox
+from course_tools.grading.sandboxed.protocol import Plan
+from course_tools.grading.reference import plan_limits
+from course_tools.grading.runs import run_plan
+from course_tools.grading.limits import Limits
+from course_tools.grading.sandbox import Sandbox
 
 from .system import needs_bwrap
 
@@ -70,7 +71,7 @@ for pid in os.listdir("/proc"):
         except OSError:
             pass
 zygote = next(pid for pid in os.listdir("/proc") if pid.isdigit()
-              and b"course_lib.instructor.zygote" in open(f"/proc/{pid}/cmdline", "rb").read())
+              and b"course_tools.grading.sandboxed.zygote" in open(f"/proc/{pid}/cmdline", "rb").read())
 try:
     os.listdir(f"/proc/{zygote}/fd")
     seen["zygote_fds"] = "readable"

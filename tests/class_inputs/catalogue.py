@@ -291,7 +291,7 @@ INBOXES = [
                                 Act("a", "a real")],
               collected={"a": "a real"}, notes=("claims 2099-01-01 00:00:00 UTC, later than the exchange received it",),
               status=0),
-    InboxCase("backdated", "a's entry dated 2000: its time is the earlier, and the difference is said",
+    InboxCase("backdated", "a's entry dated 2000: the time its files last changed is used, and the difference is said",
               lambda who, asg: [Act("a", code=_made(f"{who['a']}+{asg}+2000-01-01 00:00:00.000000 UTC+x",
                                                     _files("a", asg, "2000")))],
               collected={"a": "a"}, notes=("claims 2000-01-01 00:00:00 UTC, but its files last changed at",),

@@ -199,8 +199,8 @@ def toy_notebook() -> nbformat.NotebookNode:
 
 def make_course(folder: Path) -> Path:
     """``folder`` with the course's nbgrader_config.py, the toy source and its release."""
-    from course_lib.instructor.course import assignments
-    from course_lib.instructor.release import plan_release
+    from course_tools.course import assignments
+    from course_tools.publishing.release import plan_release
 
     shutil.copy(ROOT / "nbgrader_config.py", folder / "nbgrader_config.py")
     source = folder / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"

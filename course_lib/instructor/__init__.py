@@ -1,1 +1,0 @@
-"""The instructor's tooling behind the ``course`` command. Notebooks never import this package."""

@@ -1,0 +1,9 @@
+"""The instructor's tooling behind the ``course`` command (``pip install ".[instructor]"``); notebooks never import it.
+
+Folders by concern: :mod:`.publishing` (release, build, slides, provenance), :mod:`.grading` (the
+trusted grader, and in :mod:`.grading.sandboxed` everything that runs inside a student's sandbox),
+:mod:`.classroom` (roster, hub, exchange, LMS, grades, similarity). Beside them, what all three use:
+the course directory (:mod:`.course`), the source notebooks (:mod:`.notebooks`), reading what
+students wrote (:mod:`.untrusted`) and parsing Python (:mod:`.pyparse`). docs/ARCHITECTURE.md
+says where each piece runs.
+"""

@@ -1,0 +1,113 @@
+"""``course explain STUDENT ASSIGNMENT``: every check of one student's grading, for the instructor.
+
+When a student asks why they lost points, their feedback page says of a hidden check only the kind
+of difference. This report reads the grading record and the probes saved beside it
+(:mod:`.records`; the record itself holds no hidden value) and shows each test cell's
+verdict and, for each call the grader replayed, whether it was visible or hidden, the run it came
+from, its inputs, what the solution returned, what the student's code returned, and the whole
+difference; then the submission's reasons, notes, lint findings and grading time. Nothing is run
+again. Text on the terminal, and an HTML page under ``build/explain/`` (the course folder's
+``build/`` is private: :mod:`.access`); it holds hidden inputs, so it is never for students.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from course_tools.course import CourseError, assignments
+from course_tools.untrusted import html_text, safe_text
+
+from .records import BadRecord, Probe, Result, read_explanation, read_record
+
+
+def explain(root: Path, assignment_id: str, student: str, html: Path | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    assignment = assignments(root, [assignment_id])[0]
+    try:
+        record = read_record(assignment, student)
+        if record is not None:
+            record.probes = read_explanation(assignment, student)
+    except BadRecord as error:
+        raise CourseError(f"{student} · {assignment_id}: the grading record cannot be read ({error})") from None
+    if record is None:
+        raise CourseError(f"{student} · {assignment_id}: no grading record (run course autograde {assignment_id})")
+    for line in text_lines(record):
+        print(line, file=out)
+    target = html or root / "build" / "explain" / assignment.id / f"{student}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(page(record), encoding="utf-8")
+    print(f"wrote {target}", file=out)
+    return 0
+
+
+def _headline(record: Result) -> str:
+    score = "-" if record.score is None else f"{record.score:g} / {record.max_score:g}"
+    return (f"{record.student} · {record.assignment}: {record.status}, {score}; graded in {record.seconds:.1f} s"
+            + (" (kept from an earlier run)" if record.kept else ""))
+
+
+def _about(record: Result) -> list[tuple[str, list[str]]]:
+    return [("reasons", record.reasons), ("notes", record.notes), ("lint findings", record.findings)]
+
+
+def _probe_fields(probe: Probe) -> list[tuple[str, str]]:
+    return [("inputs", probe.inputs), ("expected", probe.expected), ("returned", probe.returned),
+            ("difference", probe.difference)]
+
+
+def _probe_title(probe: Probe) -> str:
+    return (f"call {probe.number} {'hidden' if probe.hidden else 'visible'} {probe.target}: {probe.outcome}"
+            + ("" if probe.counted else " (after the cell's first failure: not counted)") + f" — {probe.run}")
+
+
+def text_lines(record: Result) -> list[str]:
+    """The report as lines; every text on one line, without what a terminal would run."""
+    def one(text: str) -> str:
+        return safe_text(text, one_line=True)
+
+    lines = [one(_headline(record))]
+    for label, items in _about(record):
+        lines += [f"  {label}: {one(item)}" for item in items]
+    by_cell: dict[str, list[Probe]] = {}
+    for probe in record.probes:
+        by_cell.setdefault(probe.grade_id, []).append(probe)
+    for check in record.checks:
+        lines.append(f"{one(check.grade_id)}: {check.status}, {check.score:g} / {check.points:g}"
+                     + (f" — the student read: {one(check.message)}" if check.message else ""))
+        for probe in by_cell.get(check.grade_id, []):
+            lines.append(f"  {one(_probe_title(probe))}")
+            lines += [f"      {name}: {one(text)}" for name, text in _probe_fields(probe) if text]
+        if check.grade_id not in by_cell:
+            lines.append("  (no replayed call: a person scores this cell)")
+    return lines
+
+
+def page(record: Result) -> str:
+    e = html_text
+    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+             f"<title>{e(record.student)} · {e(record.assignment)}: grading explained</title>",
+             "<style>body{font-family:system-ui,sans-serif;margin:2rem}td,th{border:1px solid #ccc;padding:.3rem;"
+             "vertical-align:top;text-align:left}table{border-collapse:collapse}.failed{color:#b00}"
+             "pre{white-space:pre-wrap;margin:0}</style></head><body>",
+             f"<h1>{e(_headline(record))}</h1><p><b>For the instructor only: this page shows hidden inputs.</b></p>"]
+    for label, items in _about(record):
+        if items:
+            parts.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul>")
+    for check in record.checks:
+        parts.append(f"<h2 class='{e(check.status)}'>{e(check.grade_id)}: {e(check.status)}, "
+                     f"{check.score:g} / {check.points:g}</h2>"
+                     + (f"<p>The student read: <code>{e(check.message)}</code></p>" if check.message else ""))
+        probes = [p for p in record.probes if p.grade_id == check.grade_id]
+        if not probes:
+            parts.append("<p>No replayed call: a person scores this cell.</p>")
+            continue
+        parts.append("<table><tr><th>call</th><th>run</th><th>inputs</th><th>expected</th><th>returned</th>"
+                     "<th>difference</th></tr>")
+        for p in probes:
+            parts.append(f"<tr class='{e(p.outcome)}'><td>{p.number} {'hidden' if p.hidden else 'visible'} "
+                         f"{e(p.target)}<br>{e(p.outcome)}{'' if p.counted else ' (not counted)'}</td>"
+                         f"<td>{e(p.run)}</td>" + "".join(f"<td><pre>{e(text)}</pre></td>"
+                                                          for _, text in _probe_fields(p)) + "</tr>")
+        parts.append("</table>")
+    return "".join(parts) + "</body></html>\n"

@@ -1,0 +1,179 @@
+"""``course feedback``: one self-contained HTML page per student and assignment.
+
+The page shows each graded check under the name of its exercise ("Exercise 3 · ElmanRNNLM"), with
+its score, the message it failed with (course_lib.grading's "expected ..., got ..."), the student's
+own answer code it checked, the visible part of the check's code the student already has, and notes
+about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
+and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it opens
+offline, with nothing fetched from a CDN. Every text of a record (a student's grade_id, error
+message, file name) goes through :func:`.untrusted.html_text`: escaped, without lone surrogates or
+control characters; a record that cannot be read costs only its own page.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from course_tools.classroom import late
+from course_tools.course import assignments
+from course_tools.notebooks import nbgrader_meta, read_notebook
+from course_tools.untrusted import Unreadable, html_text, safe_text
+
+from . import gradebook
+from .records import FAILED, Result, read_record, recorded_students
+from .submission import answers, cell_ids, read_submission, source_cells, split_test_cell
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;width:100%}
+td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
+pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passed{color:#1a7f37}.failed{color:#b42318}
+.review{color:#9a6700}summary{cursor:pointer;color:#555}"""
+RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
+
+
+# "### Exercise 3 · The language model (`ElmanRNNLM`)" -> "Exercise", 3 and the names in backticks; the
+# checks of understanding are headed "### Question 1 · ... (`encoding_distance`)"
+EXERCISE_HEADING = re.compile(r"^#+\s*(Exercise|Question)\s+(\d+)\b[^\n]*", re.MULTILINE)
+SECTION_HEADING = re.compile(r"^#{1,3}\s+(.+)$", re.MULTILINE)  # a new section ends the exercise above it
+
+
+def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each test cell's grade_id -> (the name of its exercise, the answer cells' grade_ids it checks).
+
+    The name is "Exercise N · names" (or "Question N · names") from the exercise heading the test
+    cell stands under (N, and of the names in backticks those its own answer cells define, so that
+    the two checks of "Exercise 3 · split_heads, merge_heads" are told apart); a check under a
+    section of its own (03's "Mask-leak tests") is named by that section's heading; else "Exercise"
+    with the test's position and the names its answer cells define. The answer cells of a test are
+    the solution cells since the previous test cell.
+    """
+    found: dict[str, tuple[re.Match | None, str | None, list[str]]] = {}
+    heading, section, since = None, None, []
+    for cell in read_notebook(source).cells:
+        if cell.cell_type == "markdown":
+            if match := EXERCISE_HEADING.search(cell.source):
+                heading, section = match, None
+            elif titles := SECTION_HEADING.findall(cell.source):
+                heading, section = None, titles[-1].strip()
+            continue
+        meta = nbgrader_meta(cell)
+        if cell.cell_type != "code" or not meta:
+            continue
+        if meta.get("solution"):
+            since.append(meta["grade_id"])
+        elif meta.get("grade"):
+            found[meta["grade_id"]] = (heading, section if heading is None and not since else None, since)
+            since = []
+    names = {c.grade_id: c.names for c in source_cells(source) if c.kind == "solution"}
+    labels = {}
+    for number, (grade_id, (heading, section, answered)) in enumerate(found.items(), 1):
+        defined = [name for answer in answered for name in names.get(answer, ())]
+        kind = "Exercise"
+        if heading is not None:
+            kind, number = heading.group(1), int(heading.group(2))
+            named = re.findall(r"`([^`]+)`", heading.group(0))
+            defined = [name for name in named if name in defined] or named or defined
+        elif section:
+            labels[grade_id] = (section, answered)
+            continue
+        labels[grade_id] = (f"{kind} {number} · {', '.join(defined)}" if defined else f"{kind} {number}", answered)
+    return labels
+
+
+def student_answers(root: Path, assignment, student: str, cells: list, ids: dict[str, str]) -> dict[str, str]:
+    """The student's answer cells (grade_id -> code) as they were graded, given the source's ``cells``
+    and cell ``ids``: read from the graded copy under ``autograded/``, not from ``submitted/``, which a
+    student may have replaced since; none when no graded copy can be read."""
+    folder = assignment.autograded(student)
+    try:
+        raw = read_submission(folder / assignment.release.name, root=folder)
+    except Unreadable:
+        return {}
+    return answers(raw, cells, ids).code
+
+
+def visible_part(source: str) -> str:
+    return "\n".join(code for kind, code in split_test_cell(source) if kind == "visible").rstrip()
+
+
+def page(record: Result, tests: dict[str, str], score: dict | None,
+         labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None,
+         lateness: late.Lateness | None = None, policy: str = "") -> str:
+    """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
+    ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
+    cell's grade_id to the student's code; ``lateness`` a late submission's delay and penalty under
+    the late ``policy`` (described in words)."""
+    labels, code = labels or {}, code or {}
+    e = html_text
+    title = f"{record.assignment}: feedback for {record.student}"
+    manual = (score or {}).get("manual", {})
+    if record.status == FAILED:
+        summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
+    else:
+        total = score["score"] if score else record.score
+        summary = f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / {record.max_score:g}</b></p>"
+    if lateness is not None:
+        summary += (f"<p class='late'>Late: {e(lateness.describe())}"
+                    + (f" ({total:g} before the penalty; late policy: {e(policy)})" if record.status != FAILED else "")
+                    + "</p>")
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
+             f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
+    if record.notes:
+        notes = "".join(f"<li>{e(n)}</li>" for n in record.notes)
+        parts.append(f"<h2>About your submission</h2><ul>{notes}</ul>")
+    if record.checks:
+        parts.append("<h2>Checks</h2><table><tr><th>exercise</th><th>score</th><th>result</th></tr>")
+        for check in record.checks:
+            points = manual.get(check.grade_id, check.score)
+            message = check.message
+            label, answered = labels.get(check.grade_id, (check.grade_id, []))
+            yours = "\n\n".join(code[a] for a in answered if a in code).strip()
+            visible = visible_part(tests.get(check.grade_id, ""))
+            parts.append(
+                f"<tr><td>{e(label)}<br><small>{e(check.grade_id)}</small></td>"
+                f"<td>{points:g} / {check.points:g}</td>"
+                f"<td><span class='{e(check.status)}'>{RESULT.get(check.status, e(check.status))}</span>"
+                + (f"<pre>{e(message)}</pre>" if message else "")
+                + (f"<details{' open' if check.status != 'passed' else ''}><summary>your answer</summary>"
+                   f"<pre>{e(yours)}</pre></details>" if yours else "")
+                + (f"<details><summary>the visible part of this check</summary><pre>{e(visible)}</pre></details>"
+                   if visible else "")
+                + "</td></tr>")
+        parts.append("</table>")
+    parts.append("<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
+    return "".join(parts) + "</body></html>\n"
+
+
+def write_feedback(root: Path, assignment_id: str, students: list[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    assignment = assignments(root, [assignment_id])[0]
+    cells = source_cells(assignment.source)
+    tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
+    labels, ids = exercises(assignment.source), cell_ids(assignment.source)
+    url = gradebook.db_url(root)
+    scores, deadlines, policy = gradebook.scores(url, assignment.id), late.deadlines(url, assignment.id), late.policy(root)
+    graded = recorded_students(assignment)
+    written, failed = 0, []
+    for student in graded:  # the folder's name, not what the record says
+        if students and student not in students:
+            continue
+        try:
+            record = read_record(assignment, student)
+            score = scores.get(student)
+            total = score["score"] if score else record.score
+            lateness = late.lateness(policy, student, deadlines.get(student), total if record.status != FAILED else None)
+            text = page(record, tests, score, labels, student_answers(root, assignment, student, cells, ids),
+                        lateness, late.describe(policy))
+        except Exception as error:  # one unreadable record must not stop the others' pages
+            failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
+            continue
+        target = assignment.feedback(student)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        written += 1
+    print(f"wrote feedback for {written} student(s) under feedback/", file=out)
+    if failed:
+        print(f"no feedback for {len(failed)}: their grading record cannot be read: {', '.join(failed)}", file=out)
+    return 1 if failed else 0

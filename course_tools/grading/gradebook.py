@@ -1,0 +1,116 @@
+"""The nbgrader gradebook: backed up before every autograde run, written only by the trusted grader.
+
+Autograde writes ``auto_score`` and ``needs_manual_grade`` and nothing else: a grader's
+``manual_score`` and ``extra_credit`` are never touched. SQLite (the default) is copied with
+SQLite's online backup; any other ``db_url`` (PostgreSQL shared by several graders) is dumped table
+by table to JSON, which restores with any SQL client.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import warnings
+from pathlib import Path
+
+from course_tools.course import Assignment, nbgrader_config
+
+BACKUPS = "gradebook-backups"
+
+
+def db_url(root: Path) -> str:
+    return nbgrader_config(root).CourseDirectory.db_url
+
+
+def backup(root: Path, url: str) -> Path | None:
+    """A timestamped copy of the gradebook under ``gradebook-backups/``; None when there is none yet."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    folder = root / BACKUPS
+    if url.startswith("sqlite:///"):
+        database = Path(url[len("sqlite:///"):])
+        if not database.is_file():
+            return None
+        folder.mkdir(exist_ok=True)
+        target = folder / f"{database.stem}-{stamp}{database.suffix}"
+        with sqlite3.connect(database) as source, sqlite3.connect(target) as copy:
+            source.backup(copy)
+        return target
+    from sqlalchemy import MetaData, create_engine
+
+    engine = create_engine(url)
+    metadata = MetaData()
+    metadata.reflect(engine)
+    with engine.connect() as connection:
+        tables = {name: [dict(row._mapping) for row in connection.execute(table.select())]
+                  for name, table in metadata.tables.items()}
+    folder.mkdir(exist_ok=True)
+    target = folder / f"gradebook-{stamp}.json"
+    target.write_text(json.dumps(tables, default=str, indent=1), encoding="utf-8")
+    return target
+
+
+def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str, float], answers: list[str]) -> None:
+    """The assignment, its notebook, grade cells and answer cells, as nbgrader's generate_assignment records them."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(url) as gradebook:
+        gradebook.update_or_create_assignment(assignment)
+        try:
+            gradebook.find_notebook(notebook, assignment)
+        except MissingEntry:
+            gradebook.add_notebook(notebook, assignment)
+        for grade_id, maximum in points.items():
+            gradebook.update_or_create_grade_cell(grade_id, notebook, assignment, max_score=maximum, cell_type="code")
+        for grade_id in answers:
+            gradebook.update_or_create_solution_cell(grade_id, notebook, assignment)
+
+
+def ensure_cells(url: str, assignment: Assignment, cells: list) -> None:
+    """:func:`ensure_assignment` with the test and answer cells of the source notebook (``source_cells``)."""
+    ensure_assignment(url, assignment.id, assignment.release.stem,
+                      {c.grade_id: c.points for c in cells if c.kind == "test"},
+                      [c.grade_id for c in cells if c.kind == "solution"])
+
+
+def save(url: str, assignment: str, notebook: str, student: str, scores: dict[str, float | None],
+         review: set[str], timestamp: str | None) -> None:
+    """Write one student's automatic scores; ``review`` names the cells a person must look at."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url) as gradebook, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings while it creates the submission
+        gradebook.update_or_create_student(student)
+        extra = {"timestamp": timestamp} if timestamp else {}
+        gradebook.update_or_create_submission(assignment, student, **extra)
+        for grade_id, score in scores.items():
+            grade = gradebook.find_grade(grade_id, notebook, assignment, student)
+            grade.auto_score = score
+            grade.needs_manual_grade = grade.manual_score is not None or score is None or grade_id in review
+        gradebook.db.commit()
+
+
+def scores(url: str, assignment: str) -> dict[str, dict]:
+    """Per student with a graded submission: the total (manual scores win), the maximum, and cells awaiting a person."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = {}
+    with Gradebook(url) as gradebook:
+        try:
+            submissions = gradebook.find_assignment(assignment).submissions
+        except MissingEntry:
+            return {}
+        for submission in submissions:
+            grades = [g for n in submission.notebooks for g in n.grades]
+            if all(g.auto_score is None and g.manual_score is None for g in grades):
+                continue  # an entry made for an extension, or a submission that failed to grade: no score
+            found[submission.student.id] = {
+                "score": sum(g.score for g in grades), "max_score": submission.max_score,
+                "manual": {g.name: g.manual_score for g in grades if g.manual_score is not None}}
+    return found
+
+
+def students(url: str) -> list[str]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url) as gradebook:
+        return [s.id for s in gradebook.students]

@@ -1,0 +1,153 @@
+"""A sandbox's processes seen from the trusted parent: their CPU time and memory read from ``/proc``,
+the limits enforced while a run goes on (:func:`watch_limits`), its output drained to a capped log,
+and the whole tree killed.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .limits import Budget, Ended, Limits, Stop, measured
+
+POLL_S = 0.1
+USAGE_EVERY = 2  # polls between two measurements of the sandbox's processes (CPU time, memory)
+OUTBOX_EVERY = 2  # polls between two measurements of what the run wrote
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Usage:
+    cpu_s: float  # CPU seconds (since a baseline, where one is given)
+    resident_bytes: int
+
+
+def watch_limits(finished: Callable[[float], bool], started: float, printed: "Drain", written: Callable[[int], int],
+                  limits: Limits, watch: Callable[[float, float], Stop | None], usage: Callable[[], "Usage"],
+                  budget: Budget, base: float) -> tuple[Stop | None, "Usage"]:
+    """Wait for ``finished`` (given how long it may wait) while the run keeps within ``limits`` and
+    ``budget``: the limit it broke (None when it finished first), and its usage as last measured
+    (CPU seconds since ``base``)."""
+    polls, last = 0, Usage(0.0, 0)
+    while not finished(POLL_S):
+        polls += 1
+        wall = time.monotonic() - started
+        if polls % USAGE_EVERY == 0:
+            now = usage()
+            last = Usage(now.cpu_s - base, now.resident_bytes)
+        cpu_used, wall_used = budget.cpu_used + last.cpu_s, budget.wall_used + wall
+        if cpu_used > budget.cpu_s:
+            return Stop("budget", measured(cpu_used, wall_used)), last
+        if wall_used > budget.wall_s:
+            return Stop("budget-wall", measured(cpu_used, wall_used)), last
+        if printed.total > limits.output_bytes:
+            return Stop("output"), last
+        if last.resident_bytes > limits.memory_bytes:
+            return Stop("memory"), last
+        if polls % OUTBOX_EVERY == 0 and written(limits.outbox_bytes) > limits.outbox_bytes:
+            return Stop("outbox"), last
+        stop = watch(last.cpu_s, wall)
+        if stop:
+            return stop, last
+    return None, last
+
+
+def ended(returncode: int, stop: Stop | None, started: float, usage: "Usage", written: Callable[[int], int],
+           limits: Limits, budget: Budget) -> Ended:
+    wall = time.monotonic() - started
+    budget.cpu_used += usage.cpu_s
+    budget.wall_used += wall
+    if not stop and written(limits.outbox_bytes) > limits.outbox_bytes:
+        stop = Stop("outbox")  # filled between two measurements and exited: over the quota all the same
+    return Ended(returncode, stop.why if stop else "", wall, usage.cpu_s, stop.measured if stop else "")
+
+
+def host_pid(root: int, inside: int) -> int | None:
+    """The host's process id of the process under ``root`` whose id in its namespace is ``inside``."""
+    for pid in _processes(root):
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                ids = next(line for line in status if line.startswith("NSpid:")).split()[1:]
+        except (OSError, StopIteration):
+            continue
+        if len(ids) > 1 and int(ids[-1]) == inside:
+            return pid
+    return None
+
+
+def _scan() -> dict[int, tuple[int, float, int]]:
+    """Every process: pid -> (its parent, its CPU seconds with those of the children it reaped, its
+    resident bytes), from one read of each ``/proc/<pid>/stat``."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                # after the name: state, ppid, ... utime (12), stime, cutime, cstime ... rss (22)
+                found[int(entry.name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / TICK,
+                                          int(fields[21]) * PAGE)
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def _processes(pid: int, scanned: dict | None = None) -> list[int]:
+    """``pid`` and every process under it. In a PID namespace orphans are re-parented to its init,
+    which is under bwrap, so a daemonised process stays in this tree."""
+    scanned = scanned if scanned is not None else _scan()
+    children: dict[int, list[int]] = {}
+    for member, (parent, _, _) in scanned.items():
+        children.setdefault(parent, []).append(member)
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        queue += children.get(current, [])
+    return found
+
+
+def tree_usage(pid: int, skip: int | None = None) -> Usage:
+    """The CPU seconds of the sandbox's process tree (each process's own and its reaped children's:
+    the tree reaps every process of the sandbox, so the sum only grows), and the resident memory
+    of its processes together (pages they share count in each of them), but ``skip``'s own."""
+    scanned = _scan()
+    cpu, resident = 0.0, 0
+    for member in _processes(pid, scanned):
+        if member in scanned:
+            cpu += scanned[member][1]
+            resident += scanned[member][2] if member != skip else 0
+    return Usage(cpu, resident)
+
+
+class Drain(threading.Thread):
+    """Copies the sandbox's output to ``log`` up to ``limit`` bytes, counting (and dropping) the rest."""
+
+    def __init__(self, stream, log: Path, limit: int):
+        super().__init__(daemon=True)
+        self.stream, self.log, self.limit, self.total = stream, log, limit, 0
+        self.start()
+
+    def run(self) -> None:
+        with open(self.log, "wb") as out:
+            for chunk in iter(lambda: self.stream.read1(1 << 16), b""):
+                if self.total < self.limit:
+                    out.write(chunk[:self.limit - self.total])
+                self.total += len(chunk)
+
+    def join(self, timeout: float | None = 5.0) -> None:
+        super().join(timeout)
+
+
+def kill(process: subprocess.Popen) -> None:
+    """Kill the whole sandbox: bwrap's session, and with it (die-with-parent) its PID namespace."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

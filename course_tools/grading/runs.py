@@ -1,0 +1,271 @@
+"""One sandboxed run of a plan of cells, resumed past every cell that crashes or hangs.
+
+The runner reports each step's start and end in ``events.jsonl``; the parent times the running step
+from it, in CPU seconds of the sandbox (a wall-clock backstop aside: :func:`.sandbox.backstop`).
+The parent creates that file itself before each run and reads it through the descriptor it
+keeps, so whatever the student's code later puts at its path (a FIFO, a link) changes nothing it
+reads; everything else read back from the outbox goes through :mod:`.untrusted`. When a step
+breaks a limit or kills the process, the plan runs again from the start with that step skipped and
+its reason recorded, so one bad function costs only the tests that call it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import socket
+import stat
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from course_tools.grading.sandboxed.protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REQUEST, Plan
+from course_tools.untrusted import Unreadable, read_fd, read_range, safe_data
+
+from .isolation import INBOX, OUTBOX
+from .limits import Budget, Limits, Stop, backstop, describe_end, measured
+from .sandbox import RUNNER, Sandbox
+
+MAX_ATTEMPTS = 8
+MAX_EVENTS_BYTES = 8 << 20
+LOG_TAIL_BYTES = 20_000
+
+
+@dataclass
+class Run:
+    outbox: Path
+    steps: dict[int, dict] = field(default_factory=dict)  # step -> its end event (ok, error, skipped)
+    failure: str | None = None  # the run could not even start: nothing was graded
+    spent: str = ""  # the student's time limit for all their runs cut it short: what it said
+    skipped: dict[int, str] = field(default_factory=dict)  # step -> why the grader did not run it
+    seconds: float = 0.0
+    attempts: int = 0
+    log: str = ""
+
+
+class StepWatch:
+    """Reads new events as they come and stops the running step once it is over its time: its CPU
+    seconds (the limit), or its wall-clock seconds (a backstop for code that sleeps).
+
+    It creates ``path`` (which must not exist yet: the outbox is fresh) before the sandbox starts
+    and keeps it open: the runner appends to that file, and the parent reads that file through its
+    own descriptor even if the student's code renames it or puts a FIFO or a link at its path. At
+    most ``MAX_EVENTS_BYTES`` are read. :meth:`finish` reads the rest and closes it.
+    """
+
+    def __init__(self, path: Path, limit_s: float):
+        self.path, self.limit_s = path, limit_s
+        self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                      0o644)
+        self.offset, self.buffer = 0, b""
+        self.events: list[dict] = []
+        self.running: int | None = None
+        self.since = (0.0, 0.0)  # the run's (CPU, wall-clock) seconds when the running step started
+        self.now = (0.0, 0.0)
+
+    def _read(self) -> None:
+        while self.fd is not None and self.offset < MAX_EVENTS_BYTES:
+            chunk = read_fd(self.fd, self.offset, min(1 << 20, MAX_EVENTS_BYTES - self.offset), shown=EVENTS)
+            if not chunk:
+                return
+            self.offset += len(chunk)
+            lines = (self.buffer + chunk).split(b"\n")
+            self.buffer = lines.pop()[-4096:]
+            self._add(_parse(lines))
+
+    def _add(self, events: list[dict]) -> None:
+        for event in events:
+            self.events.append(event)
+            if event.get("start"):
+                self.running, self.since = event.get("step"), self.now
+            elif "ok" in event and event.get("step") == self.running:
+                self.running = None
+
+    def __call__(self, cpu: float, wall: float) -> Stop | None:
+        self.now = (cpu, wall)
+        try:
+            self._read()
+        except Unreadable:  # a read over its deadline: try again at the next poll
+            pass
+        if self.running is None:
+            return None
+        step_cpu, step_wall = cpu - self.since[0], wall - self.since[1]
+        if step_cpu > self.limit_s:
+            return Stop("step", measured(step_cpu, step_wall))
+        if step_wall > backstop(self.limit_s):
+            return Stop("step-wall", measured(step_cpu, step_wall))
+        return None
+
+    def finish(self) -> list[dict]:
+        """Every event of the run (call it once the sandbox has ended)."""
+        try:
+            self._read()
+        except Unreadable:
+            pass
+        if self.fd is not None:
+            self._add(_parse([self.buffer]))
+            os.close(self.fd)
+            self.fd, self.buffer = None, b""
+        return self.events
+
+
+class ProbeServer:
+    """Hands a run the probes' inputs one check at a time, over the channel the sandbox gives it
+    (``--channel-fd``; :class:`.runner.Inputs` asks).
+
+    Each probe of the run's plan is handed over once, when the runner asks for it as its check
+    starts (a method's probe comes with the input of the call that built its object): no input of a
+    hidden check is anywhere in the sandbox before that check runs, and once a check has started it
+    cannot start again in the same run. A request for anything else is refused (an empty answer).
+    """
+
+    def __init__(self, folder: Path, calls: list[dict], replay: list[int]):
+        self.folder, self.calls = folder, calls
+        self.left = set(replay)
+
+    def __call__(self, channel: socket.socket) -> None:
+        while True:
+            request = _exactly(channel, REQUEST.size)
+            if request is None:
+                return
+            (index,) = REQUEST.unpack(request)
+            if index not in self.left:
+                channel.sendall(COUNT.pack(0))
+                continue
+            self.left.discard(index)
+            wanted = [index] + ([self.calls[index]["instance"]] if self.calls[index]["kind"] == "method" else [])
+            blobs = [(k, (self.folder / f"{k}.pkl").read_bytes()) for k in wanted]
+            channel.sendall(COUNT.pack(len(blobs)))
+            for k, blob in blobs:
+                channel.sendall(BLOB.pack(k, len(blob)))
+                channel.sendall(blob)
+
+
+def _exactly(channel: socket.socket, size: int) -> bytes | None:
+    """``size`` bytes from the run; None when it closed its end first."""
+    chunks, left = [], size
+    while left:
+        chunk = channel.recv(left)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _parse(lines: list[bytes]) -> list[dict]:
+    """The events among ``lines`` (the student's word: lone surrogates in their text are replaced)."""
+    events = []
+    for line in lines:
+        try:
+            event = safe_data(json.loads(line), strip_controls=False)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(event, dict) and (event.get("done") is True or isinstance(event.get("step"), int)):
+            events.append(event)
+    return events
+
+
+def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path], limits: Limits,
+             slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
+             course_lib: Path | None = None, warm: bool = False, budget: Budget | None = None,
+             probe_inputs: Path | None = None) -> Run:
+    """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder), with
+    ``course_lib`` (a redacted copy) in place of the installed package when given; ``warm``: in the
+    slot's zygote (see :meth:`.Sandbox.run`). ``budget``: the student's time for all their runs
+    (by default this run's own, of ``limits.student_s``). ``probe_inputs``: the folder of the
+    probes' pickled inputs (``<k>.pkl``), handed to the run one check at a time (:class:`ProbeServer`),
+    never put in its inbox.
+
+    ``related(step)`` names the steps to skip along with a step that broke the process (the
+    replays of a test cell that crashed, the other replays of a function that crashed).
+    """
+    inbox = workdir / "in"
+    inbox.mkdir(parents=True, exist_ok=True)
+    # Hard links instead of copies where the run cannot write to them: a read-only inbox, or a root
+    # grader whose runs drop to a slot user.
+    copy = _link_or_copy if sandbox.isolated and (sandbox.root or not warm) else shutil.copy2
+    for name, path in inputs.items():
+        if path.is_dir():
+            shutil.copytree(path, inbox / name, dirs_exist_ok=True, copy_function=copy)
+        else:
+            shutil.copy(path, inbox / name)
+    _readable_by_the_sandbox(inbox)
+    budget = budget or Budget(limits.student_s)
+    calls = json.loads((inbox / PROBES).read_text(encoding="utf-8")) if probe_inputs is not None else []
+    steps = len(plan.cells) + len(plan.replay)
+    skip: dict[int, str] = {}
+    started = time.monotonic()
+    run = Run(workdir / "out")
+    argv = [sys.executable, "-I", "-m", RUNNER, INBOX, OUTBOX]
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        shutil.rmtree(run.outbox, ignore_errors=True)
+        run.outbox.mkdir()
+        (inbox / PLAN).write_text(dataclasses.replace(plan, skip=dict(skip)).dumps(), encoding="utf-8")
+        os.chmod(inbox / PLAN, 0o644)
+        watch = StepWatch(run.outbox / EVENTS, limits.cell_s)
+        server = ProbeServer(probe_inputs, calls, plan.replay) if probe_inputs is not None else None
+        try:
+            ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
+                                limits=limits, watch=watch, course_lib=course_lib, warm=warm, budget=budget,
+                                channel=server)
+        finally:
+            events = watch.finish()
+        run.attempts, run.log, run.skipped = attempt, _tail(workdir / "log.txt"), dict(skip)
+        run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
+        started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]
+        culprit = started_steps[-1] if started_steps and started_steps[-1] not in run.steps else None
+        finished = len(run.steps) == steps
+        if ended.why == "outbox" and culprit is None:  # filled up between two measurements, then exited
+            run.failure = f"the grading process {describe_end(ended, limits)}"
+            break
+        if finished and (culprit is None):
+            break
+        if culprit is None:
+            run.failure = f"the grading process stopped before its first cell: {describe_end(ended, limits)}"
+            break
+        skip[culprit] = f"not run: {describe_end(ended, limits)}"
+        for step in related(culprit):
+            skip.setdefault(step, f"not run: step {culprit} {describe_end(ended, limits)}")
+        if ended.why in ("budget", "budget-wall"):
+            run.steps[culprit] = {"step": culprit, "ok": False, "error": skip[culprit], "skipped": True}
+            run.skipped, run.spent = dict(skip), describe_end(ended, limits)
+            break
+    run.seconds = time.monotonic() - started
+    return run
+
+
+def _readable_by_the_sandbox(inbox: Path) -> None:
+    """Every folder of the inbox 0755 and every file 0644, whatever the umask: a root grader's runs
+    drop to a slot user who owns none of it, and `course` runs with umask 077 (access.py). The inbox
+    lies inside the course's private build/ folder, which that user reaches only through the
+    sandbox's bind mount."""
+    for folder, _, names in os.walk(inbox):
+        os.chmod(folder, 0o755)
+        for name in names:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode) and stat.S_IMODE(mode) != 0o644:
+                os.chmod(path, 0o644)
+
+
+def _link_or_copy(source: str, target: str) -> str:
+    """A hard link to ``source`` when only its owner may write it and it is on the same file system,
+    else a copy."""
+    try:
+        if not os.stat(source).st_mode & 0o022:
+            os.link(source, target)
+            return target
+    except OSError:
+        pass
+    return shutil.copy2(source, target)
+
+
+def _tail(path: Path) -> str:
+    try:
+        return read_range(path, -LOG_TAIL_BYTES, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+    except (Unreadable, OSError):
+        return ""

@@ -1,0 +1,305 @@
+"""Running a student's code where it can reach nothing but itself.
+
+The sandbox is bubblewrap (``bwrap``, Debian/Ubuntu package ``bubblewrap``): new PID, network, IPC
+and mount namespaces, so a forgotten background process dies with the sandbox, nothing is reachable
+over the network, and the only files in sight are the Python installation (read-only), the
+``inbox`` the grader prepared (read-only), an ``outbox`` for results and a small scratch tmpfs that
+is the working folder. The course folder, other students' submissions and the gradebook are not
+mounted at all. When the grader runs as root, the runner drops to a per-slot user id, so that the
+process limit counts only that student's processes; as an ordinary user, bwrap makes a user
+namespace of its own, in which the run can make no further one.
+
+Nothing a run can write outlives it unseen: the sandbox's own root and ``/dev`` are read-only,
+``/dev/shm`` is a tmpfs of ``shm_bytes`` (wiped after each run like the scratch folder), and a
+seccomp filter (:mod:`.seccomp`) refuses the kernel objects that would outlive every process of
+the run or hold memory no limit counts (SysV IPC, memory files, keyrings, new namespaces).
+
+For a batch, each slot keeps a warm runner (:mod:`.zygote`) in a sandbox built the same way, whose
+one shared folder receives each run's inbox and outbox in turn; every run is a fork of it, and
+what a run leaves behind is killed and wiped before the next (see that module for the guarantees).
+
+Limits per process are set by the runner itself before any student code (address space, processes,
+file size, no core dumps). The trusted parent adds what a process cannot limit for itself: CPU time
+per step and for all of one student's runs together (measured from ``/proc``, so that a busy
+machine changes the time a run takes, never its grade; wall-clock time is only a generous
+backstop, for code that sleeps), the resident memory of all the sandbox's processes together, and
+the size of everything the run writes outside its tmpfs (many files, each under the per-file
+limit, would fill the grader's disk), measured without following links (:func:`.untrusted.tree_bytes`).
+
+The grader's own working space (:class:`Scratch`: run plans with students' answers, the warm
+runners' folders) is one folder only its owner can enter, removed when the grader ends, even by
+``kill -9``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from course_tools.course import CourseError
+from course_tools.untrusted import tree_bytes
+
+from .isolation import INBOX, OUTBOX, SCRATCH, bwrap_command, environment, installed_course_lib, remap, seccomp_fd
+from .limits import Budget, Ended, Limits, Stop
+from .processes import Drain, Usage, ended, kill, tree_usage, watch_limits
+from .warm import ZYGOTE, Library, Zygote
+
+SLOT_UID_BASE = 64000  # sandboxes of a root grader run as uid/gid 64000 + slot
+RUNNER = "course_tools.grading.sandboxed.runner"
+REAPER = "import shutil, sys\nsys.stdin.buffer.read()\nshutil.rmtree(sys.argv[1], ignore_errors=True)\n"
+
+
+class Scratch:
+    """The grader's working space: one folder that only its owner can enter (the warm runners'
+    folders inside it are mounted into their sandboxes, whose view does not depend on the folders
+    above), removed when the grader ends, however it ends: a small reaper process holds the read end
+    of a pipe whose write end only the grader holds, and removes the folder when it closes, which
+    the kernel does when the grader exits, even killed with SIGKILL."""
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="course-grader-"))  # mode 0700
+        self.reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, str(self.folder)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True)
+
+    def close(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.reaper.stdin.close()
+        self.reaper.wait()
+
+
+class Sandbox:
+    """Builds and runs sandboxed commands; ``isolated=False`` is the documented unsafe fallback."""
+
+    def __init__(self, isolated: bool = True):
+        self.bwrap = shutil.which("bwrap") if isolated else None
+        if isolated and not self.bwrap:
+            raise CourseError(
+                "bubblewrap (bwrap) is needed to grade untrusted submissions in isolation: install it "
+                "(apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap), or pass "
+                "--unsafe-no-sandbox to grade trusted notebooks with resource limits but no isolation")
+        self.isolated = isolated
+        self.root = os.geteuid() == 0
+        self.warning = "" if isolated else (
+            "unsafe: no sandbox, so submissions can read and write what you can, and processes they detach survive"
+            + ("; as root, the process limit does not apply either" if self.root else ""))
+        self.zygotes: dict[int, Zygote] = {}  # slot -> its warm runner (see :mod:`.zygote`)
+        self._scratch: Scratch | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def scratch(self) -> Path:
+        """The grader's working folder (see :class:`Scratch`), made on first use."""
+        with self._lock:
+            if self._scratch is None:
+                self._scratch = Scratch()
+            return self._scratch.folder
+
+    def close(self) -> None:
+        """Stop the warm runners and remove the working folder (the end of a batch)."""
+        for zygote in self.zygotes.values():
+            zygote.close()
+        self.zygotes.clear()
+        if self._scratch is not None:
+            self._scratch.close()
+            self._scratch = None
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def run(self, argv: list[str], *, inbox: Path, outbox: Path, log: Path, limits: Limits, slot: int = 0,
+            watch: Callable[[float, float], Stop | None] = lambda cpu, wall: None, course_lib: Path | None = None,
+            warm: bool = False, budget: Budget | None = None,
+            channel: Callable[[socket.socket], None] | None = None) -> Ended:
+        """Run ``argv`` (whose paths use INBOX/OUTBOX/SCRATCH) until it exits or breaks a limit.
+
+        ``course_lib``: a folder mounted over the installed course_lib package inside the sandbox
+        (:mod:`.redacted`); the unsafe fallback cannot hide the installed one. ``warm``: ``argv`` runs
+        :mod:`.runner`, and the slot's zygote (:mod:`.zygote`, kept for the batch, its mounted
+        course_lib updated to ``course_lib``) forks it instead of a new Python importing everything again.
+        ``watch(cpu, wall)``: a limit of the caller's, given the run's CPU and wall-clock seconds so
+        far. ``budget``: the student's time for all their runs, charged with this one's.
+        ``channel``: serves the parent's end of a socket whose other end the run gets as
+        ``--channel-fd N`` (the probes' inputs, handed over one at a time: :class:`.runs.ProbeServer`).
+        """
+        budget = budget or Budget(limits.student_s)
+        if warm and self.isolated and argv[2:4] == ["-m", RUNNER]:
+            zygote = self._zygote(slot, limits, course_lib)
+            if zygote is not None:
+                return self._run_warm(zygote, argv[4:], inbox, outbox, log, limits, slot, watch, budget, channel)
+        scratch = outbox.parent / "scratch"
+        if not self.isolated:
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            mapping = {INBOX: str(inbox), OUTBOX: str(outbox), SCRATCH: str(scratch)}
+            argv = [remap(a, mapping) for a in argv]
+        uid = SLOT_UID_BASE + slot if self.isolated and self.root else None
+        if uid is not None:
+            _own(outbox, uid)
+            argv = argv + ["--drop-to", str(uid)]
+        served = _Served(channel)
+        if served.theirs is not None:
+            argv = argv + ["--channel-fd", str(served.theirs.fileno())]
+        filter_fd = seccomp_fd() if self.isolated else None
+        command = (bwrap_command(self.bwrap, self.root, argv, inbox, outbox, limits, course_lib, filter_fd=filter_fd)
+                   if self.isolated else argv)
+        env = environment(limits, mapping[SCRATCH] if not self.isolated else SCRATCH)
+        started = time.monotonic()
+        passed = tuple(fd for fd in (served.fd(), filter_fd) if fd is not None)
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, env=env, cwd=scratch if not self.isolated else "/",
+                                       start_new_session=True, pass_fds=passed)
+        finally:
+            served.handed_over()
+            if filter_fd is not None:
+                os.close(filter_fd)
+        printed = Drain(process.stdout, log, limits.output_bytes)
+
+        def finished(timeout: float) -> bool:
+            try:
+                process.wait(timeout)
+                return True
+            except subprocess.TimeoutExpired:
+                return False
+
+        try:
+            stop, usage = watch_limits(finished, started, printed, lambda most: tree_bytes(outbox, most), limits,
+                                        watch, lambda: tree_usage(process.pid), budget, 0.0)
+        except BaseException:  # a bug in a watch, or Ctrl-C: the sandbox must not outlive the grader's loop
+            kill(process)
+            served.close()
+            raise
+        if stop:
+            kill(process)
+        process.wait()
+        printed.join()
+        served.close()
+        return ended(process.returncode if not stop else -signal.SIGKILL, stop, started, usage,
+                      lambda most: tree_bytes(outbox, most), limits, budget)
+
+    def _zygote(self, slot: int, limits: Limits, course_lib: Path | None) -> "Zygote | None":
+        """The slot's warm runner, its course_lib folder holding ``course_lib`` (started, or replaced
+        when it died or has imported a module that differs in ``course_lib``); None when none could
+        start (the run then starts a new Python)."""
+        source = Path(course_lib or installed_course_lib())
+        key = (limits.scratch_bytes, limits.shm_bytes, limits.threads)
+        zygote = self.zygotes.get(slot)
+        if zygote is not None and zygote.key == key and zygote.alive() and zygote.serve(source):
+            return zygote
+        if zygote is not None:
+            zygote.close()
+            del self.zygotes[slot]
+        # Inside the owner-only scratch folder: the slot's folder itself must be open to the slot's
+        # user inside the sandbox, which sees it mounted at /sandbox without the folders above it.
+        folder = Path(tempfile.mkdtemp(prefix=f"slot{slot}-", dir=self.scratch))
+        os.chmod(folder, 0o755)
+        library = Library(folder.with_name(folder.name + "-course_lib"), source)
+        filter_fd = seccomp_fd()
+        command = bwrap_command(self.bwrap, self.root, [sys.executable, "-I", "-m", ZYGOTE], folder / "in",
+                             folder / "out", limits, library.folder, shared=folder, filter_fd=filter_fd)
+        try:
+            zygote = Zygote(key, command, environment(limits, SCRATCH), folder, library, filter_fd)
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
+        if not zygote.alive():
+            zygote.close()
+            return None
+        self.zygotes[slot] = zygote
+        return zygote
+
+    def _run_warm(self, zygote: "Zygote", args: list[str], inbox: Path, outbox: Path, log: Path, limits: Limits,
+                  slot: int, watch: Callable[[float, float], Stop | None], budget: Budget,
+                  channel: Callable[[socket.socket], None] | None) -> Ended:
+        """One run forked by ``zygote``: the inbox and outbox are moved into the one folder its sandbox
+        sees for the run, and back after it."""
+        uid = SLOT_UID_BASE + slot if self.root else None
+        if uid is not None:
+            _own(outbox, uid)
+            args = args + ["--drop-to", str(uid)]
+        started = time.monotonic()
+        zygote.take(inbox, outbox)
+        stop, returncode, printed, usage = None, None, None, Usage(0.0, 0)
+        served = _Served(channel)
+        try:
+            base = zygote.usage().cpu_s  # the zygote's own CPU time so far: not this run's
+            reading, writing = os.pipe()
+            try:
+                zygote.send(args, writing, served.fd())
+            finally:
+                os.close(writing)
+                served.handed_over()
+            printed = Drain(os.fdopen(reading, "rb"), log, limits.output_bytes)
+            stop, usage = watch_limits(zygote.answered, started, printed, zygote.written_bytes, limits, watch,
+                                        zygote.usage, budget, base)
+            returncode = None if stop else zygote.returncode()
+            if returncode is not None:
+                usage = Usage(zygote.usage().cpu_s - base, usage.resident_bytes)
+        finally:
+            if returncode is None:  # a limit, Ctrl-C, or the zygote died: the whole sandbox goes, the zygote with it
+                zygote.stop()
+            if printed is not None:
+                printed.join()
+            served.close()
+            zygote.give_back(inbox, outbox)
+            if returncode is None:
+                zygote.close()
+                self.zygotes.pop(slot, None)
+        return ended(-signal.SIGKILL if returncode is None else returncode, stop, started, usage,
+                      lambda most: tree_bytes(outbox, most), limits, budget)
+
+
+class _Served:
+    """The parent's end of a run's channel (a socket pair), served by ``channel`` in a thread."""
+
+    def __init__(self, channel: Callable[[socket.socket], None] | None):
+        self.ours = self.theirs = self.thread = None
+        if channel is not None:
+            self.ours, self.theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.thread = threading.Thread(target=self._serve, args=(channel,), daemon=True)
+            self.thread.start()
+
+    def _serve(self, channel: Callable[[socket.socket], None]) -> None:
+        try:
+            channel(self.ours)
+        except OSError:  # the run ended, or closed its end: nothing more to serve
+            pass
+
+    def fd(self) -> int | None:
+        return None if self.theirs is None else self.theirs.fileno()
+
+    def handed_over(self) -> None:
+        """The run has its end (passed to the process): the parent's copy of it goes."""
+        if self.theirs is not None:
+            self.theirs.close()
+            self.theirs = None
+
+    def close(self) -> None:
+        self.handed_over()
+        if self.ours is not None:
+            try:
+                self.ours.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.thread.join(5.0)
+            self.ours.close()
+            self.ours = None
+
+
+def _own(outbox: Path, uid: int) -> None:
+    """Give the outbox, and what the parent put there before the run (events.jsonl), to ``uid``."""
+    os.chown(outbox, uid, uid)
+    for entry in os.scandir(outbox):
+        os.chown(entry.path, uid, uid, follow_symlinks=False)

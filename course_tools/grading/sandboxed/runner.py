@@ -1,0 +1,289 @@
+"""The program that runs inside the sandbox: ``python -I -m course_tools.grading.sandboxed.runner IN OUT``.
+
+It executes the cells of ``IN/plan.json`` one by one in an IPython shell (so magics and
+``get_ipython()`` behave as in Jupyter), then replays the grader's probes on the student's
+definitions (:mod:`.probes`). Everything it reports goes to ``OUT``: ``events.jsonl`` (a line when
+each step starts and ends, which the trusted parent also uses to time steps), ``replay/<k>.pt`` and,
+when recording, the probes. Modes: ``record`` runs the instructor's solution with its test cells
+(visible and hidden parts as separate steps of one cell) and records the probes; ``check`` and
+``grade`` run a plan without test cells (the grader never sends test code to a student's sandbox)
+and replay the probes, ``check`` twice (the second time from another random state). The student's
+code runs in this process, so the parent treats everything here as the student's word, except
+what :func:`course_tools.grading.compare.compare` checks itself.
+
+No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
+it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
+(:class:`.runs.ProbeServer`). The hidden checks of a test cell run in a fork of their own, which
+asks for each input as its check starts, replays it and writes its result, and exits after the
+cell's last check: the main run never holds a hidden input, and nothing a hidden check leaves
+reaches another test cell's checks or the answer cells that run later. What an exercise forbids is blocked
+whenever its code runs: while its answer cell runs and while each of its checks replays.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, Plan
+
+MESSAGE_CHARS = 2_000
+
+
+class Events:
+    """Append-only step log; a forked child of the student's code must not write to it."""
+
+    def __init__(self, path: Path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.pid = os.getpid()
+
+    def emit(self, **event) -> None:
+        if os.getpid() == self.pid:
+            os.write(self.fd, (json.dumps(event) + "\n").encode())
+
+
+class Inputs:
+    """The probes' inputs, asked of the trusted grader one check at a time (see :class:`.runs.ProbeServer`)."""
+
+    def __init__(self, fd: int):
+        self.channel = socket.socket(fileno=fd)
+
+    def fetch(self, index: int) -> dict[int, bytes]:
+        """Probe ``index``'s pickled input, and that of the call that built its object (a method's)."""
+        self.channel.sendall(REQUEST.pack(index))
+        (count,) = COUNT.unpack(self._exactly(COUNT.size))
+        if count == 0:
+            raise RuntimeError(f"the grader did not hand over the input of check {index}: it hands each check's "
+                               "input over once, when that check starts")
+        blobs = {}
+        for _ in range(count):
+            probe, size = BLOB.unpack(self._exactly(BLOB.size))
+            blobs[probe] = self._exactly(size)
+        return blobs
+
+    def _exactly(self, size: int) -> bytes:
+        chunks, left = [], size
+        while left:
+            chunk = self.channel.recv(min(left, 1 << 20))
+            if not chunk:
+                raise RuntimeError("the grader closed the channel of the probes' inputs")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+
+def _drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+
+
+def _limit(limits: dict) -> None:
+    for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
+                        ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_CORE", 0)):
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _shell():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui=None):  # ``%matplotlib inline`` asks for it; there is no GUI here
+            pass
+
+    shell = Shell.instance(colors="nocolor", history_length=0)
+    # Nobody sees a grading run's figures: draw them (the student's code runs as in Jupyter) but do
+    # not render them to PNG when a cell shows them (a quarter of notebook 01's grading time).
+    shell.display_formatter.active_types = ["text/plain"]
+    return shell
+
+
+def _error(result) -> str | None:
+    error = result.error_before_exec or result.error_in_exec
+    if error is None:
+        return None
+    return (f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)[:MESSAGE_CHARS]
+
+
+def _in_fork(work) -> int:
+    """Run ``work`` in a child process and wait for it: its exit status (negative: the signal that
+    ended it). The child never comes back here, whatever the student's code does in it."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            work()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def main(argv: list[str]) -> int:
+    inbox, outbox = Path(argv[0]), Path(argv[1])
+    if "--drop-to" in argv:
+        _drop_privileges(int(argv[argv.index("--drop-to") + 1]))
+    plan = Plan.loads((inbox / PLAN).read_text(encoding="utf-8"))
+    _limit(plan.limits)
+    for folder in ("tmp", "runs"):
+        (Path(os.environ.get("HOME", ".")) / folder).mkdir(exist_ok=True)
+    if (inbox / "files").is_dir():  # the files released beside the notebook (never the student's own)
+        for path in (inbox / "files").iterdir():
+            if path.is_dir():
+                shutil.copytree(path, path.name)
+            elif path.suffix != ".ipynb":
+                shutil.copy(path, path.name)
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]  # no torch.py from the cwd
+    events = Events(outbox / EVENTS)
+    main_pid = os.getpid()
+
+    import torch  # noqa: F401 (imported before any student code, with the thread count set)
+
+    from course_lib.grading import forbid, resolve_dotted
+
+    from . import probes
+    from . import replay as replaying
+
+    # Everything the grading needs, bound here before any student code runs: rebinding the modules'
+    # names afterwards changes nothing the runner calls.
+    replay, guard, save = replaying.replay, replaying.guard, torch.save
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    recorder = probes.Recorder() if plan.mode == "record" else None
+    if recorder:
+        recorder.install()
+    shell = _shell()
+    skip = plan.skip
+    captured: dict = {}
+    calls = None if recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
+    guards = {} if recorder else replaying.exercise_guards(calls)
+    inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
+    (outbox / REPLAY).mkdir(exist_ok=True)
+    last = len(plan.cells) - 1
+    after = plan.replay_after
+
+    def run_cell(cell: dict, step: int) -> None:
+        """One cell of the plan (a test cell as its visible and hidden parts), its end reported; an
+        answer cell runs with what its exercises forbid blocked."""
+        events.emit(step=step, start=True)
+        if recorder:
+            recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
+        started = time.perf_counter()
+        names = [name for target in cell["names"] for name in guards.get(target, [])] \
+            if cell["kind"] == "solution" else []
+        for segment, source in cell.get("segments") or [("visible", cell["source"])]:
+            if recorder:
+                recorder.segment = segment
+            with guard(names, forbid, resolve_dotted, f"answer cell {cell['grade_id']}"):
+                result = shell.run_cell(source, store_history=False)
+                if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
+                    os._exit(0)
+            if _error(result):
+                break
+        if recorder:
+            recorder.cell = None
+        if cell["kind"] == "solution":
+            captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
+            if recorder:
+                recorder.wrap(shell.user_ns, cell["names"])
+        error = _error(result)
+        events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+
+    def check(index: int) -> None:
+        """Replay probe ``index`` (from several random states when it is random, and once more from
+        another in check mode) and save what it gave."""
+        process = os.getpid()
+        given = inputs.fetch(index)
+        once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
+                                        resolve=resolve_dotted, guarded=guards.get(calls[index]["target"], []),
+                                        bind_references=plan.bind, **options)
+        if index in plan.sampled:  # a random answer: its results from several seeds
+            record = {"samples": [once(seed=seed) for seed in probes.SAMPLE_SEEDS]}
+        else:
+            record = once()
+        if os.getpid() != process:  # a fork of the student's code came back here: it must stop
+            os._exit(0)
+        save(record, outbox / REPLAY / f"{index}.pt")
+        if plan.mode == "check":
+            save(once(perturb=True), outbox / REPLAY / f"{index}.perturbed.pt")
+
+    def replayed(index: int) -> bool:
+        """Whether probe ``index`` wrote its result (and, checking the solution, its perturbed one)."""
+        return (outbox / REPLAY / f"{index}.pt").is_file() and \
+            (plan.mode != "check" or (outbox / REPLAY / f"{index}.perturbed.pt").is_file())
+
+    def hidden_checks(group: list[tuple[int, int]]) -> None:
+        """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
+        after the other, each input asked for only as its check starts: no process of the main run
+        ever holds a hidden input, and the forks cost one per test cell, not one per probe. A fork that
+        dies ends the check it was in (the parent says how); the rest run in a new fork."""
+        while group:
+            def each() -> None:
+                events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
+                for step, index in group:
+                    events.emit(step=step, start=True)
+                    check(index)
+                    events.emit(step=step, ok=True)
+
+            status = _in_fork(each)
+            left = [(step, index) for step, index in group if not replayed(index)]
+            if not left:
+                return
+            (step, _), group = left[0], left[1:]
+            # exit status 0 with no result: the check ran and returned nothing, which grading says
+            events.emit(step=step, ok=status == 0, **({"exit": status} if status else {}))
+
+    def replay_after(position: int) -> None:
+        """The probes whose test cell stood right after plan step ``position``."""
+        group: list[tuple[int, int]] = []  # the hidden probes of one test cell, consecutive
+        for offset, index in enumerate(plan.replay):
+            if min(after.get(index, last), last) != position:
+                continue
+            step = len(plan.cells) + offset
+            hidden = calls[index].get("segment") == "hidden"
+            if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and step not in skip):
+                hidden_checks(group)
+                group = []
+            if step in skip:
+                events.emit(step=step, ok=False, error=skip[step], skipped=True)
+            elif hidden:
+                group.append((step, index))
+            else:
+                events.emit(step=step, start=True)
+                check(index)
+                if os.getpid() != main_pid:
+                    os._exit(0)
+                events.emit(step=step, ok=True)
+        hidden_checks(group)
+
+    if not recorder:
+        replay_after(-1)  # probes of a test cell that stood before every cell of the plan
+    for step, cell in enumerate(plan.cells):
+        if step in skip:
+            events.emit(step=step, ok=False, error=skip[step], skipped=True)
+        else:
+            run_cell(cell, step)
+        if not recorder:
+            replay_after(step)
+    sys.stdout.flush()
+    if recorder:
+        recorder.save(outbox)
+    events.emit(done=True)
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter shutdown: the student's atexit hooks and finalisers must not run
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Publishing the course: release, build, execution, provenance, slides, samples and training runs."""
