@@ -59,8 +59,10 @@ def plain(value: Any, depth: int = 0) -> Any:
         tensor = tensor.to_dense() if tensor.is_sparse else tensor
         tensor = torch.view_as_real(tensor.resolve_conj()) if tensor.is_complex() else tensor
         return {"tensor": tensor.clone().contiguous(), "grad": bool(value.requires_grad)}
-    if isinstance(value, (np.integer, np.floating)):  # a NumPy scalar is a number (np.float64 even a float)
-        return int(value) if isinstance(value, np.integer) else float(value)
+    if isinstance(value, np.float64):  # a Python float (its subclass): check_number(float) takes it too
+        return float(value)
+    if isinstance(value, (np.integer, np.floating)):  # not a Python number, as check_number says: kept apart
+        return {"object": f"numpy.{type(value).__name__}", "value": value.item()}
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         if array.dtype == object:
@@ -284,8 +286,8 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
     if type(want) is bool or want is None or isinstance(want, str):
         return None if (type(have) is type(want) and have == want) else \
             _differ("values differ", f"{name}: expected {want!r}, got {_show(have)}")
-    if type(want) in (int, float):  # a Python number: int and float are both numbers, a tensor is not
-        if _number(have) is None:
+    if type(want) in (int, float):  # a Python number: an int is a float too, a float no int, a tensor neither
+        if _number(have) is None or (type(want) is int and type(have) is not int):
             return _differ("type differs", f"{name}: expected a Python number ({type(want).__name__}), got {_show(have)}")
         return _compare_tensors(torch.tensor(float(want), dtype=torch.float64),
                                 torch.tensor(_number(have), dtype=torch.float64), name, atol, rtol)
