@@ -84,6 +84,7 @@ def cross_check(assignment, scratch: Path, jobs: int, only: int | None = None) -
     import nbformat
 
     from course_lib.instructor.autograde import autograde
+    from course_lib.instructor.records import GRADED
     from course_lib.instructor.sample import scratch_course, submit
     from tests.catalogue_submissions import answers, defining, notebook_with, own_checks
 
@@ -106,8 +107,11 @@ def cross_check(assignment, scratch: Path, jobs: int, only: int | None = None) -
     verdicts = []
     for fixture, _ in chosen:
         result = results[fixture.student]
-        verdicts.append(Verdict(fixture, sorted(own.get(fixture.target, ())), validated[fixture.student],
-                                sorted(c.grade_id for c in result.checks if c.score < c.points), result.status))
+        failed = sorted(c.grade_id for c in result.checks if c.score < c.points)
+        if result.status != GRADED:  # not graded (a person must look, or grading failed): it agrees with nothing
+            failed.append(f"(status {result.status})")
+        verdicts.append(Verdict(fixture, sorted(own.get(fixture.target, ())), validated[fixture.student], failed,
+                                result.status))
     return {"fixtures": len(verdicts), "validate_seconds": round(validate_seconds, 1),
             "autograde_seconds": round(grade_seconds, 1),
             "disagreements": [_row(v) for v in verdicts if not v.agrees],
