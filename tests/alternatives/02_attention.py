@@ -21,10 +21,9 @@ _INIT_ADDITIVE = '''
 
 ALTERNATIVES = [
     # ------------------------------------------------------------------ softmax
-    Alternative("softmax", "in place on its own copy of x", '''
+    Alternative("softmax", "exp in place on its own tensor, never on x", '''
 def softmax(x, dim=-1):
-    z = x.clone()
-    z -= z.amax(dim=dim, keepdim=True)
+    z = x - x.amax(dim=dim, keepdim=True)
     z.exp_()
     return z / z.sum(dim=dim, keepdim=True)
 '''),
