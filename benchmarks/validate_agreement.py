@@ -1,6 +1,6 @@
 """Validate against the grade: every catalogued fixture through nbgrader's Validator and ``course autograde``.
 
-    python -m benchmarks.validate_agreement                          # every assignment (hours on 2 cores)
+    python -m benchmarks.validate_agreement                          # every assignment (under an hour on 2 cores)
     python -m benchmarks.validate_agreement --assignments 04_positional_encoding --jobs 2
     python -m benchmarks agreement                                   # the same, as a section of the harness
 
