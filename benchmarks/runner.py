@@ -156,6 +156,14 @@ def autograde_class(options: Options) -> None:
     options.write("autograde_class", autograde_batch.run(**batch, jobs=[1, 2]))
 
 
+def agreement(options: Options) -> None:
+    """Every bug and alternative of every assignment through nbgrader's Validator and course autograde."""
+    from benchmarks import validate_agreement
+
+    sizes = dict(assignment_ids=["04_positional_encoding"], only=2) if options.smoke else {}
+    options.write("validate_agreement", validate_agreement.run(**sizes, jobs=2))
+
+
 def similarity(options: Options) -> None:
     """course similarity's comparison on a class of one assignment, against copydetect on the raw cells."""
     from benchmarks import similarity_class
@@ -220,6 +228,9 @@ SECTIONS: dict[str, Section] = {
     "class": Section(autograde_class, False, f"course autograde on a class of {CLASS_SIZE} students of "
                      f"{CLASS_ASSIGNMENT} (honest, blank and catalogued bugs): seconds per student, --jobs 1 vs 2 "
                      "(half an hour)"),
+    "agreement": Section(agreement, False, "every catalogued bug and alternative of every assignment through "
+                         "nbgrader's Validator and course autograde: the test cells each fails must be the same "
+                         "(benchmarks/validate_agreement.py; under an hour on 2 cores)"),
     "similarity": Section(similarity, False, f"course similarity on a class of {CLASS_SIZE} students of "
                           "07_language_model (disguised copies, independent solutions): seconds, flags, against "
                           "copydetect on the raw cells (benchmarks/similarity_class.py; about 3 minutes)"),

@@ -304,6 +304,23 @@ def _autograde_class(folder: Path) -> list[Row]:
     return [_row("autograde", target, report, path, measured, False if unexpected else None)]
 
 
+def _agreement(folder: Path) -> list[Row]:
+    report, path = _load(folder, "validate_agreement")
+    target = ("Validate and the grade fail the same test cells on every catalogued bug and alternative; every bug "
+              "fails its own exercise in both, no alternative fails")
+    if report is None:
+        return [_not_measured("grading", target, "python -m benchmarks agreement")]
+    found = report["assignments"]
+    counts = {key: sum(len(a[key]) for a in found.values())
+              for key in ("disagreements", "validate_misses", "grade_misses")}
+    fixtures = sum(a["fixtures"] for a in found.values())
+    missing = [a.id for a in assignments(ROOT) if a.id not in found]
+    measured = (f"{fixtures} fixtures of {len(found)} assignments: {counts['disagreements']} disagree, Validate "
+                f"misses {counts['validate_misses']}, the grade misses {counts['grade_misses']}"
+                + (f" (not run: {', '.join(missing)})" if missing else ""))
+    return [_row("grading", target, report, path, measured, not any(counts.values()) and not missing)]
+
+
 def _similarity(folder: Path) -> list[Row]:
     report, path = _load(folder, "similarity_class")
     target = ("course similarity on a class: every disguised copy of the solution flagged, no pair of independent "
@@ -401,7 +418,7 @@ def _gpu(folder: Path) -> list[Row]:
 
 
 SECTION_ROWS = (_attention, _throughput, _quality, _load_rows, _bleu_speed, _decoding, _autograde, _autograde_class,
-                _similarity, _length, _ci, _gpu)
+                _agreement, _similarity, _length, _ci, _gpu)
 
 
 def rows(folder: Path) -> list[Row]:

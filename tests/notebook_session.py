@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from course_tools.notebooks import defined_names, graded_cells, nbgrader_meta, read_notebook, solution_cells
 
+from .catalogue_submissions import visible_checks
 from .kernel import LiveKernel
 
 
@@ -32,6 +33,7 @@ class NotebookSession:
         notebook = read_notebook(assignment.source)
         self.assignment = assignment
         self.graded = [(nbgrader_meta(c)["grade_id"], c.source) for c in graded_cells(notebook)]
+        self.visible = visible_checks(assignment)
         self.definitions = graded_names(assignment)
         self.kernel = LiveKernel(assignment.source.parent)
         try:
@@ -63,6 +65,17 @@ class NotebookSession:
             result = self.kernel.run(source)
             if not result.ok:
                 failed[grade_id] = result.error
+        return failed
+
+    def validate(self, grade_ids: set[str] | None = None) -> dict[str, str]:
+        """What *Validate* shows: grade_id -> error of every test cell (of ``grade_ids``, else all) whose
+        visible checks, the release's code of the cell, fail. The hidden checks do not run."""
+        failed = {}
+        for grade_id, _ in self.graded:
+            if grade_ids is None or grade_id in grade_ids:
+                result = self.kernel.run(self.visible[grade_id])
+                if not result.ok:
+                    failed[grade_id] = result.error
         return failed
 
     def restore(self, name: str) -> None:

@@ -1,17 +1,25 @@
-"""Every graded test catches plausible wrong code: each catalogued bug fails at least one graded cell.
+"""Validate catches plausible wrong code: each catalogued bug fails the visible checks of its own exercise.
 
 The solution notebook runs once per assignment in a live kernel (smoke profile). First every base
 template of the catalogue (the correct code its bugs are derived from) is executed unmutated and
 must pass every graded cell: otherwise a bug may be caught for a typo in its template, not for its
-mistake. Then for each bug the buggy definition is executed, the graded cells are rerun until one
-fails, and the solution cell is executed again to restore the correct definition. One test per
-assignment keeps each kernel on one pytest worker and reports every bug that got through at once.
+mistake. Then for each bug the buggy definition is executed, the *visible* checks of its own
+exercise (the release's test cells: what the student's Validate runs; tests/catalogue_submissions)
+are rerun and one of them must fail, and the solution cell is executed again to restore the correct
+definition. tests/test_grading_the_course.py proves that ``course autograde`` takes points of that
+same exercise for every bug, and the alternatives pass both (tests/test_alternatives.py and the
+class's alternatives rounds): so Validate and the grade say the same of every fixture. A bug only
+the hidden checks catch fails here: the student would learn of it from the grade, not from
+Validate. ``python -m benchmarks agreement`` cross-checks the same verdicts with nbgrader's own
+Validator on whole notebooks. One test per assignment keeps each kernel on one pytest worker and
+reports every bug that got through at once.
 """
 from __future__ import annotations
 
 import pytest
 
 from .bugs import catalogue, templates
+from .catalogue_submissions import own_checks
 from .conftest import ASSIGNMENTS
 from .notebook_session import NotebookSession, catalogue_gaps
 
@@ -49,14 +57,16 @@ def test_every_bug_is_caught(assignment):
                 typos.append(f"the template of {target} fails graded cell {failure[0]}: {failure[1]}")
         assert not typos, ("unmutated templates fail graded cells, the catalogue is testing a typo:\n"
                            + "\n".join(typos))
+        own = own_checks(assignment)
         for bug in catalogue(assignment.id):
             defined = session.kernel.run(bug.code)
             assert defined.ok, f"the code of bug {bug.target}: {bug.description} does not run: {defined.error}"
-            caught = session.first_failure()
+            caught = session.validate(own[bug.target])
             session.restore(bug.target)
             if not caught:
                 missed.append(f"{bug.target}: {bug.description}")
         assert session.first_failure() is None, "the solution no longer passes after the bugs were undone"
     finally:
         session.kernel.close()
-    assert not missed, f"{len(missed)} bug(s) pass every graded test of {assignment.id}:\n" + "\n".join(missed)
+    assert not missed, (f"{len(missed)} bug(s) of {assignment.id} pass the visible checks of their own exercise "
+                        f"(Validate shows them green):\n" + "\n".join(missed))

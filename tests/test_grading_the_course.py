@@ -24,12 +24,11 @@ import pytest
 
 from course_tools.grading.autograde import autograde
 from course_tools.grading.records import GRADED
-from course_tools.grading.feedback import exercises
 from course_tools.publishing.sample import scratch_course, submit
-from course_tools.grading.submission import source_cells
 
 from .alternatives import catalogue as alternatives
 from .bugs import catalogue as bugs
+from .catalogue_submissions import answers, defining, notebook_with, own_checks
 from .conftest import ASSIGNMENTS
 from .system import needs_bwrap
 from .test_cascade import CASCADES
@@ -37,34 +36,10 @@ from .test_cascade import CASCADES
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _answers(assignment) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
-    """Solution grade_id -> the graded names its cell defines, and -> its source."""
-    cells = [c for c in source_cells(assignment.source) if c.kind == "solution"]
-    return {c.grade_id: c.names for c in cells}, {c.grade_id: c.source for c in cells}
-
-
-def _notebook(assignment, answer) -> nbformat.NotebookNode:
-    """The release with each answer cell's code replaced by ``answer(grade_id, release_code)``."""
-    notebook = nbformat.read(assignment.release, as_version=4)
-    for cell in notebook.cells:
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = answer(grade_id, cell.source)
-    return notebook
-
-
-def _with(definitions: dict[str, str], names: dict[str, tuple[str, ...]], base: dict[str, str]):
-    """An answer function: each cell's ``base`` code followed by the definitions of its names."""
-    def answer(grade_id: str, release_code: str) -> str:
-        extra = [definitions[n] for n in names.get(grade_id, ()) if n in definitions]
-        return "\n\n".join([base.get(grade_id, release_code), *extra])
-    return answer
-
-
 def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
     """student -> (notebook, what it must get: "full", "zero", a set of grade_ids that must fail, or
     graded name -> its exercise's checks, of which each name must fail at least one)."""
-    names, solution = _answers(assignment)
+    names, solution = answers(assignment)
     by_name: dict[str, list[str]] = {}
     for alternative in alternatives(assignment.id):
         by_name.setdefault(alternative.target, []).append(alternative.code)
@@ -73,19 +48,19 @@ def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
                 "release": (nbformat.read(assignment.release, as_version=4), "zero")}
     for i in range(rounds):
         chosen = {name: codes[i % len(codes)] for name, codes in by_name.items()}
-        students[f"alternatives-{i + 1}"] = (_notebook(assignment, _with(chosen, names, {})), "full")
+        students[f"alternatives-{i + 1}"] = (notebook_with(assignment, defining(chosen, names, {})), "full")
     if assignment.id in CASCADES:
         target, description, own = CASCADES[assignment.id][0]
         bug = next(b for b in bugs(assignment.id) if b.target == target and b.description == description)
-        students["cascade"] = (_notebook(assignment, _with({target: bug.code}, names, solution)), own)
+        students["cascade"] = (notebook_with(assignment, defining({target: bug.code}, names, solution)), own)
     bugs_of: dict[str, list[str]] = {}
     for bug in bugs(assignment.id):
         bugs_of.setdefault(bug.target, []).append(bug.code)
-    checks_of = {name: {test for test, (_, answered) in exercises(assignment.source).items()
-                        if any(name in names[a] for a in answered)} for name in bugs_of}
+    checks = own_checks(assignment)
+    checks_of = {name: checks.get(name, set()) for name in bugs_of}
     for i in range(max((len(codes) for codes in bugs_of.values()), default=0)):
         chosen = {name: codes[min(i, len(codes) - 1)] for name, codes in bugs_of.items()}
-        students[f"bugs-{i + 1}"] = (_notebook(assignment, _with(chosen, names, solution)), checks_of)
+        students[f"bugs-{i + 1}"] = (notebook_with(assignment, defining(chosen, names, solution)), checks_of)
     return students
 
 

@@ -27,6 +27,12 @@ def test_types_are_compared_exactly_but_numbers_are_numbers():
     assert "Python number" in compare(record(1.5), record(torch.tensor(1.5)))  # a 0-d tensor is not a float
     assert compare(record(2.0), record(2)) is None  # an int is a number
     assert compare(record(2.0), record(__import__("numpy").float64(2.0))) is None
+    # as check_number: an int contract takes no float (6.0), no NumPy integer and no bool
+    assert "Python number (int)" in compare(record(6), record(6.0))
+    assert "Python number (int)" in compare(record(6), record(__import__("numpy").int64(6)))
+    assert "Python number (int)" in compare(record(1), record(True))
+    assert "Python number (float)" in compare(record(0.5), record(__import__("numpy").float32(0.5)))
+    assert compare(record(6), record(6)) is None
     assert "shape" in compare(record(torch.zeros(())), record(torch.zeros(1)))  # shape () is not (1,)
 
 

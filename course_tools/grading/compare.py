@@ -192,8 +192,8 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
     if type(want) is bool or want is None or isinstance(want, str):
         return None if (type(have) is type(want) and have == want) else \
             _differ("values differ", f"{name}: expected {want!r}, got {_show(have)}")
-    if type(want) in (int, float):  # a Python number: int and float are both numbers, a tensor is not
-        if _number(have) is None:
+    if type(want) in (int, float):  # a Python number: an int is a float too, a float no int, a tensor neither
+        if _number(have) is None or (type(want) is int and type(have) is not int):
             return _differ("type differs", f"{name}: expected a Python number ({type(want).__name__}), got {_show(have)}")
         return _compare_tensors(torch.tensor(float(want), dtype=torch.float64),
                                 torch.tensor(_number(have), dtype=torch.float64), name, atol, rtol)

@@ -13,6 +13,15 @@ def rnn_cell_step(x_t, h_prev, W_e, W_h, b):
     return torch.addmm(b, torch.cat([x_t, h_prev], dim=1), torch.cat([W_e, W_h], dim=0)).tanh()
 '''),
     # ------------------------------------------------------------------ rnn_forward
+    Alternative("rnn_forward", "the pair as a list, states collected by a while loop", '''
+def rnn_forward(xs, h0, W_e, W_h, b):
+    states, h, t = [], h0, 0
+    while t < xs.shape[1]:
+        h = rnn_cell_step(xs[:, t], h, W_e, W_h, b)
+        states.append(h)
+        t += 1
+    return [torch.stack(states, dim=1), h]
+'''),
     Alternative("rnn_forward", "preallocated output, input projection hoisted out of the loop", '''
 def rnn_forward(xs, h0, W_e, W_h, b):
     B, T, _ = xs.shape

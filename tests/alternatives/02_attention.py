@@ -21,6 +21,12 @@ _INIT_ADDITIVE = '''
 
 ALTERNATIVES = [
     # ------------------------------------------------------------------ softmax
+    Alternative("softmax", "exp in place on its own tensor, never on x", '''
+def softmax(x, dim=-1):
+    z = x - x.amax(dim=dim, keepdim=True)
+    z.exp_()
+    return z / z.sum(dim=dim, keepdim=True)
+'''),
     Alternative("softmax", "float64 inside, cast back; max via .max().values", '''
 def softmax(x, dim=-1):
     x64 = x.double()

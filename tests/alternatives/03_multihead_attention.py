@@ -168,14 +168,14 @@ def visible_positions(tokens, i, pad_id=PAD_ID):
     row = causal_mask(len(tokens))[i] & padding_mask(tokens[None], pad_id=pad_id)[0, 0, 0]
     return row.nonzero().flatten().tolist()
 '''),
-    Alternative("visible_positions", "loop over enumerate with break, numpy ints", '''
+    Alternative("visible_positions", "loop over enumerate of the NumPy array, with break", '''
 def visible_positions(tokens, i, pad_id=PAD_ID):
     seen = []
     for j, token in enumerate(tokens.numpy()):
         if j > i:
             break
         if token != pad_id:
-            seen.append(np.int64(j))
+            seen.append(j)
     return seen
 '''),
     # ------------------------------------------------------------------ causal_attention_flops (question 2)

@@ -220,7 +220,7 @@ def transformer_param_count(cfg):
     }
     return sum(parts.values())
 '''),
-    Alternative("transformer_param_count", "layer by layer in a loop, numpy int", '''
+    Alternative("transformer_param_count", "layer by layer in a loop, a NumPy total converted at the end", '''
 def transformer_param_count(cfg):
     d, total = cfg.d_model, np.int64(0)
     for _ in range(cfg.n_encoder_layers):
@@ -229,7 +229,7 @@ def transformer_param_count(cfg):
         total += 8 * (d * d + d) + (d * cfg.d_ff + cfg.d_ff) + (cfg.d_ff * d + d) + 3 * (2 * d)
     total += d * (cfg.src_vocab_size + cfg.tgt_vocab_size * (1 if cfg.tie_output else 2))
     total += d * cfg.max_len * (cfg.positional == "learned") + 4 * d * bool(cfg.norm_first)
-    return total
+    return int(total)
 '''),
     # ------------------------------------------------------------------ label_smoothed_cross_entropy
     Alternative("label_smoothed_cross_entropy", "float64 inside, cast back", '''

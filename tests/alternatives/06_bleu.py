@@ -20,6 +20,15 @@ def ngrams(tokens: "list[str]", n: int) -> Counter:
     return counts
 '''),
     # ------------------------------------------------------------------ modified_precision
+    Alternative("modified_precision", "the pair as a list, counts from a dict of maxima", '''
+def modified_precision(candidate, references, n):
+    caps = {}
+    for reference in references:
+        for gram, count in ngrams(reference, n).items():
+            caps[gram] = max(caps.get(gram, 0), count)
+    counts = ngrams(candidate, n)
+    return [sum(min(count, caps.get(gram, 0)) for gram, count in counts.items()), sum(counts.values())]
+'''),
     Alternative("modified_precision", "Counter union and intersection", '''
 def modified_precision(candidate, references, n):
     counts = ngrams(candidate, n)

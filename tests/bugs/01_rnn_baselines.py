@@ -89,6 +89,9 @@ _PPL_BUGS = [
         variant(_PPL, "nll[real].mean()", "(nll * real).sum() / real.numel()")),
     Bug("perplexity", "returns a tensor, not a float",
         variant(_PPL, "return float(torch.exp(nll[real].mean()))", "return torch.exp(nll[real].mean())")),
+    Bug("perplexity", "shifts the caller's logits in place (logits -= max)",
+        variant(_PPL, "    log_probs = torch.log_softmax(logits.float(), dim=-1)",
+                "    logits -= logits.amax(dim=-1, keepdim=True)\n    log_probs = torch.log_softmax(logits.float(), dim=-1)")),
 ]
 
 # ----------------------------------------------------------------------------- Seq2SeqRNN
@@ -176,6 +179,8 @@ _GREEDY_BUGS = [
     Bug("greedy_decode", "no padding after <eos>", variant(_GREEDY, *_NO_PAD)),
     Bug("greedy_decode", "always runs max_len steps", variant(_GREEDY, *_NO_STOP)),
     Bug("greedy_decode", "one step short", variant(_GREEDY, "range(max_len)", "range(max_len - 1)")),
+    Bug("greedy_decode", "int32 token ids (the text pins torch.long)",
+        variant(_GREEDY, "return torch.stack(out, dim=1)", "return torch.stack(out, dim=1).int()")),
 ]
 
 # ----------------------------------------------------------------------------- elman_lm_parameter_count
@@ -195,6 +200,11 @@ _COUNT_BUGS = [
     Bug("elman_lm_parameter_count", "embedding tied to the output layer (not counted)",
         variant(_COUNT, "return embedding + rnn + out", "return rnn + out")),
     Bug("elman_lm_parameter_count", "RNN biases forgotten", variant(_COUNT, " + 2 * d_hidden\n", "\n")),
+    # contract edges: the text pins a Python int
+    Bug("elman_lm_parameter_count", "a float count (true division somewhere)",
+        variant(_COUNT, "return embedding + rnn + out", "return float(embedding + rnn + out)")),
+    Bug("elman_lm_parameter_count", "a NumPy integer", variant(_COUNT, "return embedding + rnn + out",
+                                                              "return np.int64(embedding + rnn + out)")),
 ]
 
 # ----------------------------------------------------------------------------- vanishing_distance
@@ -212,6 +222,8 @@ _VANISH_BUGS = [
         variant(_VANISH, "math.log(threshold) / math.log(sigma)", "math.log(sigma) / math.log(threshold)")),
     Bug("vanishing_distance", "log10 of the threshold over the natural log of sigma",
         variant(_VANISH, "math.log(threshold) /", "math.log10(threshold) /")),
+    Bug("vanishing_distance", "a float: floor(...) + 1.0",
+        variant(_VANISH, "math.log(sigma)) + 1", "math.log(sigma)) + 1.0")),
 ]
 
 TEMPLATES = {"rnn_cell_step": _CELL, "rnn_forward": _FORWARD, "ElmanRNNLM": _LM, "perplexity": _PPL,

@@ -23,6 +23,8 @@ _SOFTMAX_BUGS = [
     Bug("softmax", "normalises over the whole tensor",
         variant(variant(_SOFTMAX, _ROW_MAX, "x.max()"), "e.sum(dim=dim, keepdim=True)", "e.sum()")),
     Bug("softmax", "subtracts the global maximum (other rows underflow to 0/0)", variant(_SOFTMAX, _ROW_MAX, "x.max()")),
+    Bug("softmax", "subtracts the maximum in place (x -= ...), changing the caller's scores",
+        variant(_SOFTMAX, f"    e = torch.exp(x - {_ROW_MAX})", f"    x -= {_ROW_MAX}\n    e = torch.exp(x)")),
 ]
 
 # ----------------------------------------------------------------------------- masked_softmax
@@ -230,6 +232,8 @@ _STD_BUGS = [
     Bug("dot_product_score_std", "the components' standard deviations ignored",
         variant(_STD, "d_k * q_std**2 * k_std**2", "d_k")),
     Bug("dot_product_score_std", "scaled and unscaled swapped", variant(_STD, "if scaled:", "if not scaled:")),
+    Bug("dot_product_score_std", "a 0-d tensor, not a Python float",
+        variant(_STD, "return math.sqrt(variance)", "return torch.tensor(variance).sqrt()")),
 ]
 
 # ----------------------------------------------------------------------------- recency_window (question 2)
@@ -250,6 +254,9 @@ _WINDOW_BUGS = [
         variant(_WINDOW, "(newest_first < coverage).sum()) + 1", "(newest_first < coverage).sum())")),
     Bug("recency_window", "exponentials without the maximum subtracted (overflow)",
         variant(_WINDOW, "torch.softmax(key_terms, dim=0)", "torch.exp(key_terms) / torch.exp(key_terms).sum()")),
+    Bug("recency_window", "a 0-d tensor, not a Python int",
+        variant(_WINDOW, "return min(int((newest_first < coverage).sum()) + 1, position + 1)",
+                "return torch.clamp((newest_first < coverage).sum() + 1, max=position + 1)")),
 ]
 
 TEMPLATES = {"softmax": _SOFTMAX, "masked_softmax": _MASKED, "attention_lookup": _LOOKUP,

@@ -124,6 +124,8 @@ _ATTENTION_FLOPS_BUGS = [
     Bug("attention_flops", "forgets the output projection", variant(_ATTENTION_FLOPS, "8 * T * d_model**2", "6 * T * d_model**2")),
     Bug("attention_flops", "counts the scores but not the weighted sum",
         variant(_ATTENTION_FLOPS, "4 * T**2 * d_model", "2 * T**2 * d_model")),
+    Bug("attention_flops", "a float: T² written as T ** 2.0",
+        variant(_ATTENTION_FLOPS, "4 * T**2 * d_model", "4 * T ** 2.0 * d_model")),
 ]
 
 # ----------------------------------------------------------------------------- ffn_flops
@@ -172,6 +174,9 @@ _VISIBLE_BUGS = [
         variant(_VISIBLE, "return [j", "return [] if tokens[i] == pad_id else [j")),
     Bug("visible_positions", "compares with PAD_ID, not the pad_id given",
         variant(_VISIBLE, "tokens[j] != pad_id", "tokens[j] != PAD_ID")),
+    Bug("visible_positions", "NumPy integers, not Python ints",
+        variant(_VISIBLE, "return [j for j in range(i + 1) if tokens[j] != pad_id]",
+                "return [j for j in np.arange(i + 1) if tokens[j] != pad_id]")),
 ]
 
 # ----------------------------------------------------------------------------- causal_attention_flops (question 2)

@@ -77,6 +77,8 @@ _ROPE_BUGS = [
     Bug("apply_rope", "positions ignored: uses 0..T-1", variant(_ROPE, "torch.as_tensor(positions)", "torch.arange(x.shape[-2])")),
     Bug("apply_rope", "frequencies use exponent i/d, not 2i/d", variant(_ROPE, "float32) / d", "float32) / 2 / d")),
     Bug("apply_rope", "base argument ignored", variant(_ROPE, "omega = base **", "omega = 10000.0 **")),
+    Bug("apply_rope", "writes the rotated vectors back into x (in place)",
+        variant(_ROPE, "    return rotated.flatten(-2)", "    x.copy_(rotated.flatten(-2))\n    return x")),
 ]
 
 # ----------------------------------------------------------------------------- LearnedPositionalEmbedding
@@ -108,6 +110,9 @@ _LEARNED_BUGS = [
                 "self.embedding(positions)", "self.table[positions]")),
     Bug("LearnedPositionalEmbedding", "returns the position vectors without x",
         variant(_LEARNED, "return x + self.embedding(positions)", "return self.embedding(positions).expand_as(x)")),
+    Bug("LearnedPositionalEmbedding", "adds the positions into the caller's x (x += ...)",
+        variant(_LEARNED, "        return x + self.embedding(positions)",
+                "        x += self.embedding(positions)\n        return x")),
 ]
 
 # ----------------------------------------------------------------------------- encoding_distance (question 1)

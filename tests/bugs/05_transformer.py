@@ -195,6 +195,8 @@ _COUNT_BUGS = [
     Bug("transformer_param_count", "learned position table forgotten",
         variant(_COUNT, 'if cfg.positional == "learned":', "if False:")),
     Bug("transformer_param_count", "LayerNorm counted as d (no beta)", variant(_COUNT, "norm = 2 * d", "norm = d")),
+    Bug("transformer_param_count", "a 0-d tensor, not a Python int",
+        variant(_COUNT, "    return total", "    return torch.tensor(total)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- label_smoothed_cross_entropy
@@ -217,6 +219,9 @@ _LS_BUGS = [
         variant(_LS, "loss = (1 - eps) * nll + eps * uniform", "loss = nll + eps * uniform")),
     Bug("label_smoothed_cross_entropy", "smoothing term uses probabilities, not log-probabilities",
         variant(_LS, "uniform = -logp.mean(dim=-1)", "uniform = -logp.exp().mean(dim=-1)")),
+    Bug("label_smoothed_cross_entropy", "shifts the caller's logits in place (logits -= max)",
+        variant(_LS, "    logp = logits.log_softmax(dim=-1)\n",
+                "    logits -= logits.amax(dim=-1, keepdim=True)\n    logp = logits.log_softmax(dim=-1)\n")),
 ]
 
 # ----------------------------------------------------------------------------------------------- noam_lr
@@ -230,6 +235,8 @@ _NOAM_BUGS = [
     Bug("noam_lr", "warmup^-0.5 instead of warmup^-1.5", variant(_NOAM, "warmup ** -1.5", "warmup ** -0.5")),
     Bug("noam_lr", "max instead of min", variant(_NOAM, "min(", "max(")),
     Bug("noam_lr", "factor ignored", variant(_NOAM, "return factor * ", "return ")),
+    Bug("noam_lr", "a 0-d tensor, not a Python float",
+        variant(_NOAM, "return factor * d_model", "return torch.tensor(factor) * d_model")),
 ]
 
 # ----------------------------------------------------------------------------------------------- greedy_decode
@@ -315,6 +322,8 @@ _KV_BYTES_BUGS = [
     Bug("kv_cache_bytes_per_token", "one layer's cache", variant(_KV_BYTES, "return n_layers * per_layer", "return per_layer")),
     Bug("kv_cache_bytes_per_token", "bits instead of bytes",
         variant(_KV_BYTES, "* bytes_per_number\n", "* bytes_per_number * 8\n")),
+    Bug("kv_cache_bytes_per_token", "a float: d_model / n_heads",
+        variant(_KV_BYTES, "d_head = d_model // n_heads", "d_head = d_model / n_heads")),
 ]
 
 TEMPLATES = {"PositionwiseFeedForward": _FFN, "EncoderLayer": _ENC, "DecoderLayer": _DEC, "Transformer": _MODEL,

@@ -47,6 +47,8 @@ _PRECISION_BUGS = [
     Bug("modified_precision", "clips by the min over references (must be in every reference)",
         variant(variant(_PRECISION, "largest = Counter()", "largest = ngrams(references[0], n)"),
                 "largest |= ngrams(ref, n)", "largest &= ngrams(ref, n)")),
+    Bug("modified_precision", "float counts",
+        variant(_PRECISION, "sum(counts.values())\n", "float(sum(counts.values()))\n")),
 ]
 
 # ----------------------------------------------------------------------------- brevity_penalty

@@ -29,8 +29,10 @@ def plain(value: Any, depth: int = 0) -> Any:
         tensor = tensor.to_dense() if tensor.is_sparse else tensor
         tensor = torch.view_as_real(tensor.resolve_conj()) if tensor.is_complex() else tensor
         return {"tensor": tensor.clone().contiguous(), "grad": bool(value.requires_grad)}
-    if isinstance(value, (np.integer, np.floating)):  # a NumPy scalar is a number (np.float64 even a float)
-        return int(value) if isinstance(value, np.integer) else float(value)
+    if isinstance(value, np.float64):  # a Python float (its subclass): check_number(float) takes it too
+        return float(value)
+    if isinstance(value, (np.integer, np.floating)):  # not a Python number, as check_number says: kept apart
+        return {"object": f"numpy.{type(value).__name__}", "value": value.item()}
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         if array.dtype == object:
