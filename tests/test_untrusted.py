@@ -6,7 +6,6 @@ regression fails in seconds instead of hanging the suite.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict
 import csv
 import io
 import json
@@ -192,7 +191,7 @@ def test_summary_survives_hostile_text():
 def test_grades_csv_survives_hostile_records(tmp_path):
     from course_tools.course import Assignment
     from course_tools.classroom.grades import export
-    from course_tools.grading.records import Check
+    from course_tools.grading.records import Check, record_data
 
     root = tmp_path
     (root / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.db_url = "
@@ -206,7 +205,7 @@ def test_grades_csv_survives_hostile_records(tmp_path):
     for student, record in students.items():
         folder = root / "autograded" / student / "toy"
         folder.mkdir(parents=True)
-        text = json.dumps(asdict(record)) if record else '{"student": '
+        text = json.dumps(record_data(record)) if record else '{"student": '
         (folder / "grading.json").write_text(text, encoding="utf-8")
     assignment = Assignment("toy", root)
     path = tmp_path / "grades.csv"

@@ -78,11 +78,15 @@ class BadRecord(ValueError):
 def write_record(folder: Path, result: Result) -> None:
     """``result`` as ``folder/grading.json``, whole or not at all (a record says its grades are saved),
     its probes apart in ``folder/explanation.json``: the record itself holds no hidden value."""
-    data = asdict(result)
-    for name, content in ((EXPLANATION, data.pop("probes")), (RECORD, data)):
+    for name, content in ((EXPLANATION, [asdict(probe) for probe in result.probes]), (RECORD, record_data(result))):
         partial = folder / f".{name}.partial"
         partial.write_text(json.dumps(safe_data(content), indent=1), encoding="utf-8")
         os.replace(partial, folder / name)
+
+
+def record_data(result: Result) -> dict:
+    """What ``grading.json`` holds of ``result``: everything but its probes."""
+    return {name: value for name, value in asdict(result).items() if name != "probes"}
 
 
 def recorded_students(assignment: Assignment) -> list[str]:
