@@ -31,7 +31,7 @@ from course_tools.cli import main
 from course_tools.grading import gradebook
 from course_tools.grading.records import GRADED, NOT_SUBMITTED, Check, Result, write_record
 
-from .toy_course import ROOT, cell
+from .toy_course import ROOT, answer_notebook
 
 DUE = dt.datetime(2026, 12, 1, 16, 0)
 POINTS = {"test_x": 2.0, "test_y": 3.0}
@@ -43,25 +43,13 @@ EXPECTED = {"ontime": ("5", ""), "late": ("4.5", "0.5"), "extended": ("4.5", "0.
 POLICY = '\nc.LatePolicy.penalty_method = "per_day"\nc.LatePolicy.percent = 10\nc.LatePolicy.cap = 50\n'
 
 
-def _source() -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
-    for grade_id, points in POINTS.items():
-        name = grade_id.removeprefix("test_")
-        notebook.cells += [
-            cell("code", f"def {name}():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", f"answer-{name}",
-                 {"grade": False, "solution": True, "locked": False, "grade_id": f"answer_{name}"}),
-            cell("code", f"assert {name}() == 1", grade_id.replace("_", "-"),
-                 {"grade": True, "solution": False, "locked": True, "points": points, "grade_id": grade_id})]
-    return notebook
-
-
 def _course(where: Path, monkeypatch) -> Path:
     root = where / "course"
     (root / "solutions" / "a1").mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
     with open(root / "nbgrader_config.py", "a") as config:
         config.write(POLICY)
-    nbformat.write(_source(), root / "solutions" / "a1" / "a1.ipynb")
+    nbformat.write(answer_notebook(POINTS), root / "solutions" / "a1" / "a1.ipynb")
     monkeypatch.chdir(root)
     return root
 

@@ -29,7 +29,7 @@ from course_tools.classroom.grades import COLUMNS
 from course_tools.classroom.lms import CANVAS_COLUMNS, CANVAS_POINTS, MOODLE_COLUMNS, export_lms
 from course_tools.grading.records import FAILED, REVIEW, Check, Result, write_record
 
-from .toy_course import ROOT, cell
+from .toy_course import ROOT, answer_notebook
 
 TESTS = {"a1": {"test_x": 2.0, "test_y": 3.0}, "a2": {"test_z": 1.0}}
 SCORES = {("alice", "a1"): {"test_x": 2.0, "test_y": 1.0}, ("alice", "a2"): {"test_z": 1.0},
@@ -40,18 +40,6 @@ bob,"Brown, Bob",bob@uni.example,1002,S2,bob.l,Lab A,Participant 12
 carl,"Cole, Carl",carl@uni.example,1003,S3,carl.l,Lab B,
 dana,"Dunn, Dana",dana@uni.example,1004,S4,dana.l,Lab B,Participant 14
 """
-
-
-def _notebook(grade_ids: dict[str, float]) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook()
-    for grade_id, points in grade_ids.items():
-        name = grade_id.removeprefix("test_")
-        notebook.cells += [
-            cell("code", f"def {name}():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", f"answer-{name}",
-                 {"grade": False, "solution": True, "locked": False, "grade_id": f"answer_{name}"}),
-            cell("code", f"assert {name}() == 1", grade_id.replace("_", "-"),
-                 {"grade": True, "solution": False, "locked": True, "points": points, "grade_id": grade_id})]
-    return notebook
 
 
 def _record(root: Path, student: str, assignment: str, status: str, reason: str, review: str | None = None) -> None:
@@ -71,7 +59,7 @@ def course(tmp_path_factory) -> Path:
     for assignment, points in TESTS.items():
         source = root / "solutions" / assignment / f"{assignment}.ipynb"
         source.parent.mkdir(parents=True)
-        nbformat.write(_notebook(points), source)
+        nbformat.write(answer_notebook(points), source)
         gradebook.ensure_assignment(url, assignment, assignment, points,
                                     [f"answer_{g.removeprefix('test_')}" for g in points])
     for (student, assignment), scores in SCORES.items():

@@ -20,6 +20,20 @@ def cell(kind: str, source: str, cell_id: str, nbgrader: dict | None = None, sli
 
 
 
+def answer_notebook(grade_ids: dict[str, float]) -> nbformat.NotebookNode:
+    """A source notebook of one answer cell (``answer_<name>``, returning 1) and one test cell per
+    grade id (``test_<name>``, worth its points): enough for the gradebook and the grade reports."""
+    notebook = nbformat.v4.new_notebook()
+    for grade_id, points in grade_ids.items():
+        name = grade_id.removeprefix("test_")
+        notebook.cells += [
+            cell("code", f"def {name}():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", f"answer-{name}",
+                 {"grade": False, "solution": True, "locked": False, "grade_id": f"answer_{name}"}),
+            cell("code", f"assert {name}() == 1", grade_id.replace("_", "-"),
+                 {"grade": True, "solution": False, "locked": True, "points": points, "grade_id": grade_id})]
+    return notebook
+
+
 def toy_notebook() -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
