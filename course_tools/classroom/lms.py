@@ -150,6 +150,18 @@ def _report_unlisted(grades: Grades, used: set[str], roster: list[dict[str, str]
             grades.problems.append(f"{student}: in the gradebook but has no row in {where}: not exported")
 
 
+def _exported(lms_file: Path, required: tuple[str, ...], what: str, keys: tuple, name_column: str,
+              roster: list[dict[str, str]], problems: list[str]) -> tuple[Sheet, list, set[int]]:
+    """A sheet exported from the LMS: its rows, the roster entry each row is (None: nobody) and the
+    rows already reported as unmatched."""
+    sheet = read_sheet(lms_file)
+    missing = [name for name in required if name not in sheet.header]
+    if missing:
+        raise CourseError(f"{lms_file}: not {what} (no column {', '.join(missing)})")
+    matches = Matcher(roster, keys).match(sheet)
+    return sheet, [match.entry for match in matches], report_unmatched(matches, sheet, name_column, lms_file, problems)
+
+
 # ------------------------------------------------------------------------------------ Canvas ----
 
 def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | None) -> Sheet:
@@ -162,13 +174,8 @@ def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
         owners = [None] + roster  # each row of a new sheet is the roster entry it was written for
         explained = set()
     else:
-        sheet = read_sheet(lms_file)
-        missing = [name for name in CANVAS_COLUMNS if name not in sheet.header]
-        if missing:
-            raise CourseError(f"{lms_file}: not a Canvas gradebook export (no column {', '.join(missing)})")
-        matches = Matcher(roster, CANVAS_KEYS).match(sheet)
-        owners = [match.entry for match in matches]
-        explained = report_unmatched(matches, sheet, "Student", lms_file, grades.problems)
+        sheet, owners, explained = _exported(lms_file, CANVAS_COLUMNS, "a Canvas gradebook export", CANVAS_KEYS,
+                                             "Student", roster, grades.problems)
     where = lms_file.name if lms_file else "the sheet"
     student_column = sheet.column("Student")
     targets = [(assignment.id, grade_id, find_or_add_column(sheet, name, grades.problems, lms_file))
@@ -225,13 +232,8 @@ def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
         owners = roster
         explained = set()
     else:
-        sheet = read_sheet(lms_file)
-        missing = [name for name in MOODLE_REQUIRED if name not in sheet.header]
-        if missing:
-            raise CourseError(f"{lms_file}: not a Moodle grading worksheet (no column {', '.join(missing)})")
-        matches = Matcher(roster, MOODLE_KEYS).match(sheet)
-        owners = [match.entry for match in matches]
-        explained = report_unmatched(matches, sheet, "Full name", lms_file, grades.problems)
+        sheet, owners, explained = _exported(lms_file, MOODLE_REQUIRED, "a Moodle grading worksheet", MOODLE_KEYS,
+                                             "Full name", roster, grades.problems)
     where = lms_file.name if lms_file else "the sheet"
     grade_column = sheet.column("Grade")
     targets = [(grade_id, find_or_add_column(sheet, name, grades.problems, lms_file)) for grade_id, name in exercises]
