@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -581,8 +582,8 @@ def lecture_viewport(driver):
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-# Session-scoped: xdist runs the browser group's tests of several modules on one worker, interleaved,
-# and a module-scoped fixture is built again each time the worker comes back to this module.
+# Built once per test run, whichever xdist worker asks first (the other waits): measured with
+# --durations, a fixture of this module was built once on each worker, 70 s of 2 cores each time.
 @pytest.fixture(scope="session")
 def lecture_decks(tmp_path_factory):
     """Every assignment's deck through `course slides` in smoke, in a scratch copy of the course.
@@ -592,7 +593,20 @@ def lecture_decks(tmp_path_factory):
     fresh (``executed`` decides, as for the lecturer); nothing is written into the course itself.
     """
     require_assets()
-    course = tmp_path_factory.mktemp("lectures")
+    shared = tmp_path_factory.getbasetemp()
+    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
+    course = shared / "lecture-decks"
+    with open(shared / "lecture-decks.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (course / "built").is_file():
+            shutil.rmtree(course, ignore_errors=True)
+            course.mkdir()
+            _build_lecture_decks(course)
+            (course / "built").write_text("")
+    return course
+
+
+def _build_lecture_decks(course: Path) -> None:
     shutil.copy(ROOT / "nbgrader_config.py", course)
     (course / "solutions").mkdir()
     for assignment in ASSIGNMENTS:
@@ -605,7 +619,6 @@ def lecture_decks(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(slides_module.VENDOR_ENV, str(ROOT / "build" / "vendor"))
         assert slides(course, assignments(course), "smoke", course / "slides", out=log), log.getvalue()
-    return course
 
 
 @pytest.mark.notebook
