@@ -1,5 +1,6 @@
 """``python -m benchmarks``: the benchmark harness (see benchmarks/runner.py and benchmarks/README.md)."""
-if __name__ == "__main__":  # not when a process started by multiprocessing imports this file as its main module
+# not when a process started by multiprocessing imports this file as its main module
+if __name__ == "__main__":
     from benchmarks.runner import main
 
     raise SystemExit(main())

@@ -65,8 +65,10 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
     from nbclient import NotebookClient
 
     notebook_path = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
-    saved = {k: os.environ.get(k) for k in ("COURSE_PROFILE", "COURSE_RUNS_DIR", "NBGRADER_EXECUTION", "MPLBACKEND",
-                                            "OMP_NUM_THREADS")}
+    saved = {
+        k: os.environ.get(k)
+        for k in ("COURSE_PROFILE", "COURSE_RUNS_DIR", "NBGRADER_EXECUTION", "MPLBACKEND", "OMP_NUM_THREADS")
+    }
     with tempfile.TemporaryDirectory(prefix=f"bench_{assignment}_") as runs:
         for folder in map(Path, reuse):
             shutil.copytree(folder, Path(runs) / folder.name)
@@ -105,7 +107,8 @@ def run_notebook(assignment: str, profile: str = "laptop", timeout: int = 1800,
 def add_notebook_arguments(parser, assignment: str) -> None:
     """The options every notebook benchmark shares: --profile, --output, --timeout, --threads, --keep."""
     parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--output", type=Path, default=None, help=f"default: {RESULTS / (assignment + '.json')}")
+    parser.add_argument("--output", type=Path, default=None,
+                        help=f"default: {RESULTS / (assignment + '.json')}")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
     parser.add_argument("--threads", type=int, default=None,
                         help="OMP_NUM_THREADS for the kernel (default: torch's own choice)")

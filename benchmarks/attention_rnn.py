@@ -22,7 +22,8 @@ from benchmarks._notebook_run import RESULTS, add_notebook_arguments, machine, r
 ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "02_attention"
-TARGET_BLEU, BUDGET_MINUTES = 95.0, 5.0  # the laptop profile's targets, on 2 idle CPU cores (benchmarks/README.md)
+# the laptop profile's targets, on 2 idle CPU cores (benchmarks/README.md)
+TARGET_BLEU, BUDGET_MINUTES = 95.0, 5.0
 
 
 def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800,
@@ -51,7 +52,10 @@ def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800
     recorded_01 = RESULTS / "01_rnn_baselines.json"
     if recorded_01.is_file():  # 01's own benchmark run, for the comparison at full budget
         nb01 = json.loads(recorded_01.read_text(encoding="utf-8"))
-        report["benchmark_01"] = {k: nb01.get(k) for k in ("date", "profile", "bleu_test", "bleu_by_length", "bleu_test_long")}
+        report["benchmark_01"] = {
+            k: nb01.get(k)
+            for k in ("date", "profile", "bleu_test", "bleu_by_length", "bleu_test_long")
+        }
     if profile == "laptop":
         report["targets"] = {f"bleu_test >= {TARGET_BLEU:g}": (results.get("bleu_test") or 0) >= TARGET_BLEU,
                              f"notebook < {BUDGET_MINUTES:g} min": minutes < BUDGET_MINUTES}

@@ -95,7 +95,11 @@ def add_alternatives(root: Path, assignment: str) -> dict[str, str]:
 
 
 def _outcomes(results: list) -> dict[str, list]:
-    return {r.student: [r.status, r.score, r.max_score, {c.grade_id: c.score for c in r.checks}] for r in results}
+    return {
+        r.student: [r.status, r.score, r.max_score, {c.grade_id: c.score
+                                                     for c in r.checks}]
+        for r in results
+    }
 
 
 def _full(outcome: list) -> bool:
@@ -135,7 +139,8 @@ def run_loaded(template: Path, assignments: list[str], kinds: dict[str, dict[str
         print(f"{assignment} --jobs 2, alone {seconds['alone']} s, beside {hogs} CPU-bound processes "
               f"{seconds['loaded']} s: {len(differ)} grades differ", file=sys.stderr)
     report["differ"] = sum(len(a["differ"]) for a in report["by_assignment"].values())
-    report["alternatives_not_full"] = sum(len(a["alternatives_not_full"]) for a in report["by_assignment"].values())
+    report["alternatives_not_full"] = sum(
+        len(a["alternatives_not_full"]) for a in report["by_assignment"].values())
     return report
 
 
@@ -165,19 +170,28 @@ def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -
             report["reference_seconds"][assignment] = round(time.perf_counter() - started, 1)
         roots = {n: shutil.copytree(template, Path(scratch) / f"jobs{n}") for n in jobs}
         for index, assignment in enumerate(assignments):
-            for n in jobs if index % 2 == 0 else jobs[::-1]:  # take turns going first: load changes hit both alike
+            for n in jobs if index % 2 == 0 else jobs[::
+                                                      # take turns going first: load changes hit both alike
+                                                      -1]:
                 started = time.perf_counter()
                 results = autograde(roots[n], assignment, jobs=n, out=io.StringIO(), progress=False)
                 seconds = time.perf_counter() - started
                 kind = kinds[assignment]
-                wrong = [r.student for r in results if (kind[r.student] == "honest" and r.score != r.max_score)
-                         or (kind[r.student] == "blank" and r.score != 0)
-                         or (kind[r.student].startswith("bug") and r.score == r.max_score)]
+                wrong = [
+                    r.student for r in results if (kind[r.student] == "honest" and r.score != r.max_score) or
+                    (kind[r.student] == "blank" and r.score != 0) or
+                    (kind[r.student].startswith("bug") and r.score == r.max_score)
+                ]
                 report["by_assignment"][assignment][f"jobs{n}"] = {
-                    "seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
+                    "seconds": round(seconds, 1),
+                    "seconds_per_student": round(seconds / students, 2),
                     "statuses": dict(Counter(r.status for r in results)),
-                    "unexpected": {s: kind[s] for s in wrong},
-                    "flagged": {r.student: [kind[r.student], r.reasons] for r in results if r.status != "graded"},
+                    "unexpected": {s: kind[s]
+                                   for s in wrong},
+                    "flagged": {
+                        r.student: [kind[r.student], r.reasons]
+                        for r in results if r.status != "graded"
+                    },
                 }
                 print(f"{assignment} --jobs {n}: {seconds:.0f} s, {seconds / students:.1f} s per student",
                       file=sys.stderr)
@@ -187,8 +201,10 @@ def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -
     for n in jobs:
         runs = [by_jobs[f"jobs{n}"] for by_jobs in report["by_assignment"].values()]
         seconds = sum(r["seconds"] for r in runs)
-        report["runs"][f"jobs{n}"] = {"seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
-                                      "unexpected": sum(len(r["unexpected"]) for r in runs)}
+        report["runs"][f"jobs{n}"] = {
+            "seconds": round(seconds, 1), "seconds_per_student": round(seconds / students, 2),
+            "unexpected": sum(len(r["unexpected"]) for r in runs)
+        }
     if "jobs1" in report["runs"] and len(report["runs"]) > 1:
         base = report["runs"]["jobs1"]["seconds"]
         report["speedup"] = {k: round(base / v["seconds"], 2) for k, v in report["runs"].items()}
@@ -205,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="default: every assignment of the course")
     parser.add_argument("--students", type=int, default=12, help="per assignment (default 12)")
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--load", type=int, default=0, metavar="N",
-                        help="then grade each batch with its alternatives again with --jobs 2, alone and beside N "
-                             "CPU-bound processes, and compare every grade (default 0: not)")
+    parser.add_argument(
+        "--load", type=int, default=0, metavar="N",
+        help="then grade each batch with its alternatives again with --jobs 2, alone and beside N "
+        "CPU-bound processes, and compare every grade (default 0: not)")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     report = run(args.assignments or [a.id for a in assignments(ROOT)], args.students, args.jobs, args.load)

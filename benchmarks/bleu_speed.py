@@ -7,7 +7,8 @@ Scores the first 3000 sentences of the generated corpus's ``test`` split (hypoth
 reference with about 12 % of the words dropped, replaced or repeated; references: every reference
 of the sentence) with ``course_lib.bleu.corpus_bleu`` and with sacreBLEU's ``BLEU.corpus_score``
 (what ``sacrebleu.corpus_bleu`` calls), for both tokenizers, alternating the two implementations
-``--repeats`` times (``_timing.alternate``) and keeping the median time of each. The scores must be identical and
+``--repeats`` times (``_timing.alternate``) and keeping the median time of each. The scores must be identical
+and
 course_lib at most ``MAX_RATIO`` times slower; the script exits 1 otherwise. Results go to
 ``benchmarks/results/bleu_speed.json``.
 """
@@ -38,7 +39,8 @@ def corpus(n: int, seed: int = 0) -> tuple[list[str], list[list[str]]]:
         out = []
         for word in refs[0].split():
             u = rng.random()
-            out += [] if u < 0.04 else [rng.choice(words)] if u < 0.08 else [word, word] if u < 0.12 else [word]
+            out += [] if u < 0.04 else [rng.choice(words)
+                                        ] if u < 0.08 else [word, word] if u < 0.12 else [word]
         hypotheses.append(" ".join(out))
     return hypotheses, references
 
@@ -95,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     report = run(args.sentences, args.repeats)
     print(f"written to {write_report('bleu_speed', report, args.output)}", file=sys.stderr)
     for tokenize, r in report["results"].items():
-        print(f"tok:{tokenize:<5} BLEU {r['score_course_lib']:.4f} vs {r['score_sacrebleu']:.4f} "
-              f"({'identical' if r['identical'] else 'DIFFERENT'}); median {r['median_s_course_lib'] * 1000:.0f} ms "
-              f"vs {r['median_s_sacrebleu'] * 1000:.0f} ms: ratio {r['ratio']:.2f} (allowed {MAX_RATIO})")
+        print(
+            f"tok:{tokenize:<5} BLEU {r['score_course_lib']:.4f} vs {r['score_sacrebleu']:.4f} "
+            f"({'identical' if r['identical'] else 'DIFFERENT'}); median "
+            f"{r['median_s_course_lib'] * 1000:.0f} ms "
+            f"vs {r['median_s_sacrebleu'] * 1000:.0f} ms: ratio {r['ratio']:.2f} (allowed {MAX_RATIO})")
     return 0 if report["passed"] else 1
 
 

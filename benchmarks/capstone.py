@@ -59,9 +59,10 @@ def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_notebook_arguments(parser, ASSIGNMENT)
-    parser.add_argument("--reuse", type=Path, nargs="*", default=None, metavar="DIR",
-                        help="run folders to start from (default: runs/01_rnn_baselines, runs/02_attention and "
-                             "runs/05_transformer where they exist; none: --reuse without a folder)")
+    parser.add_argument(
+        "--reuse", type=Path, nargs="*", default=None, metavar="DIR",
+        help="run folders to start from (default: runs/01_rnn_baselines, runs/02_attention and "
+        "runs/05_transformer where they exist; none: --reuse without a folder)")
     args = parser.parse_args(argv)
     report = run(args.profile, args.output, args.timeout, args.reuse, args.threads, args.keep)
     print(json.dumps(report, indent=2))

@@ -76,9 +76,11 @@ def run(profile: str = "laptop", sentences: int = 100, repeats: int = 5, warmup:
     sources = [en for en, _ in translation_pairs("test", n=sentences)]
     references = reference_sets("test", n=sentences)
     before = machine()
-    contenders = {name: partial(translate, decode, model, sources, vocabs["src"], vocabs["tgt"], max_len=max_len,
-                                device=device)
-                  for name, decode in DECODERS.items()}
+    contenders = {
+        name: partial(translate, decode, model, sources, vocabs["src"], vocabs["tgt"], max_len=max_len,
+                      device=device)
+        for name, decode in DECODERS.items()
+    }
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     times, translations = alternate(contenders, repeats, warmup, budget_s, sync=sync)
     median = medians(times)

@@ -4,7 +4,8 @@
     python -m benchmarks.language_model --skip-notebook     # the comparison only
     python -m benchmarks.language_model --skip-comparison   # the notebook only
 
-A skipped section keeps what the results file already holds for it (``carried_from``: the date it was measured).
+A skipped section keeps what the results file already holds for it (``carried_from``: the date it was
+measured).
 
 Sections of ``benchmarks/results/07_language_model.json``:
 
@@ -37,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "07_language_model"
 TARGET = 1.70  # nats per character, laptop profile
 GPU_TARGET, GPU_TRAIN_MINUTES = 1.45, 3.0  # nats per character within these training minutes on one H100
-KV_CACHE_SPEEDUP = 2.0  # generation with the cache against recomputation, one training window (127 new tokens), laptop
+# generation with the cache against recomputation, one training window (127 new tokens), laptop
+KV_CACHE_SPEEDUP = 2.0
 BUDGET_MINUTES = 5.0  # a whole laptop notebook on 2 idle CPU cores
 
 
@@ -72,12 +74,14 @@ def compare(budget_s: float, slice_s: float) -> dict:
     train_ids, valid_ids = vocab.encode(corpus.train), vocab.encode(corpus.valid)
     V = len(vocab)
     contenders = {
-        "nanoGPT CPU recipe": (GPTConfig(vocab_size=V, d_model=128, n_layers=4, n_heads=4, d_ff=512, max_len=64,
-                                         style="gpt2", positional="learned"),
-                               dict(steps=2000, batch_size=12, context=64, max_lr=1e-3, min_lr=1e-4, warmup=100,
-                                    betas=(0.9, 0.99))),
-        "course laptop preset": (GPTConfig(vocab_size=V, d_model=128, n_layers=4, n_heads=4, d_ff=344, max_len=128),
-                                 dict(steps=1000, batch_size=32, context=128, max_lr=3e-3, min_lr=3e-4, warmup=50)),
+        "nanoGPT CPU recipe": (GPTConfig(vocab_size=V, d_model=128, n_layers=4, n_heads=4, d_ff=512,
+                                         max_len=64, style="gpt2", positional="learned"),
+                               dict(steps=2000, batch_size=12, context=64, max_lr=1e-3, min_lr=1e-4,
+                                    warmup=100, betas=(0.9, 0.99))),
+        "course laptop preset": (GPTConfig(vocab_size=V, d_model=128, n_layers=4, n_heads=4, d_ff=344,
+                                           max_len=128),
+                                 dict(steps=1000, batch_size=32, context=128, max_lr=3e-3, min_lr=3e-4,
+                                      warmup=50)),
     }
     runs = {label: _contender(label, cfg, train, train_ids) for label, (cfg, train) in contenders.items()}
     spent = {label: 0.0 for label in runs}
@@ -85,7 +89,8 @@ def compare(budget_s: float, slice_s: float) -> dict:
     while min(spent.values()) < budget_s:
         for label, run in runs.items():  # alternate slices, so both see the same machine load
             start = time.perf_counter()
-            while time.perf_counter() - start < slice_s and spent[label] + (time.perf_counter() - start) < budget_s:
+            while time.perf_counter() - start < slice_s and spent[label] + (time.perf_counter() -
+                                                                            start) < budget_s:
                 state[label] = next(run)
             spent[label] += time.perf_counter() - start
     report = {}
@@ -96,7 +101,8 @@ def compare(budget_s: float, slice_s: float) -> dict:
                          "valid_loss": round(estimate_loss(model, valid_ids, 64, 32, 20), 4),
                          "schedule_steps": train["steps"]}
     report["budget_seconds"] = budget_s
-    report["ours_lower"] = report["course laptop preset"]["valid_loss"] < report["nanoGPT CPU recipe"]["valid_loss"]
+    report["ours_lower"] = report["course laptop preset"]["valid_loss"] < report["nanoGPT CPU recipe"][
+        "valid_loss"]
     return report
 
 
@@ -110,27 +116,49 @@ def _earlier_report(output: Path | None) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_notebook_arguments(parser, ASSIGNMENT)
     parser.add_argument("--skip-notebook", action="store_true")
     parser.add_argument("--skip-comparison", action="store_true")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="training seconds per contender (default: the notebook's training minutes, else 240)")
+    parser.add_argument(
+        "--budget", type=float, default=None,
+        help="training seconds per contender (default: the notebook's training minutes, else 240)")
     parser.add_argument("--slice", type=float, default=10.0, help="seconds per alternating slice")
     args = parser.parse_args(argv)
     report = {"machine": machine(), "target": {"valid_loss": TARGET, "notebook_minutes": BUDGET_MINUTES}}
     budget = args.budget
     if not args.skip_notebook:
-        minutes, results = run_notebook(ASSIGNMENT, profile=args.profile, timeout=args.timeout, threads=args.threads,
-                                        keep=args.keep)
-        report["notebook"] = {"profile": args.profile, "notebook_minutes": round(minutes, 2), **{
-            k: results.get(k) for k in ("valid_loss", "train_minutes", "train_loss_fixed_windows", "steps",
-                                        "tokens_per_s", "parameters", "data", "baselines", "context", "kv_cache",
-                                        "ablation", "sampling")}}
+        minutes, results = run_notebook(ASSIGNMENT, profile=args.profile, timeout=args.timeout,
+                                        threads=args.threads, keep=args.keep)
+        report["notebook"] = {
+            "profile": args.profile,
+            "notebook_minutes": round(minutes, 2),
+            **{
+                k: results.get(k)
+                for k in (
+                    "valid_loss",
+                    "train_minutes",
+                    "train_loss_fixed_windows",
+                    "steps",
+                    "tokens_per_s",
+                    "parameters",
+                    "data",
+                    "baselines",
+                    "context",
+                    "kv_cache",
+                    "ablation",
+                    "sampling",
+                )
+            },
+        }
         ablation, baselines = results.get("ablation") or {}, results.get("baselines") or {}
         report["notebook"]["ablation_below_bigram"] = bool(baselines) and all(
-            max(losses) < baselines["bigram"] for losses in ablation.get("valid_loss", {}).values())
-        report["notebook"]["met"] = bool(results.get("valid_loss", 99) <= TARGET and minutes <= BUDGET_MINUTES)
+            max(losses) < baselines["bigram"] for losses in ablation.get("valid_loss", {}).values()
+        )
+        report["notebook"]["met"] = bool(
+            results.get("valid_loss", 99) <= TARGET and minutes <= BUDGET_MINUTES
+        )
         budget = budget or 60 * results.get("train_minutes", 4.0)
         print(f"notebook {args.profile}: {minutes:.2f} min, validation loss {results.get('valid_loss')}")
     if not args.skip_comparison:
@@ -138,13 +166,16 @@ def main(argv=None) -> int:
         report["machine_after"] = machine()
         print(report["nanogpt_comparison"])
     earlier = _earlier_report(args.output)
-    for skipped, sections in ((args.skip_notebook, ("notebook",)),
-                              (args.skip_comparison, ("nanogpt_comparison", "machine_after"))):
+    for skipped, sections in (
+        (args.skip_notebook, ("notebook",)),
+        (args.skip_comparison, ("nanogpt_comparison", "machine_after")),
+    ):
         for section in sections:
             if skipped and section in earlier:
                 report[section] = earlier[section]
                 report.setdefault("carried_from", {})[section] = earlier.get("carried_from", {}).get(
-                    section, earlier.get("date"))  # the date of the run that measured it
+                    section, earlier.get("date")
+                )  # the date of the run that measured it
     path = write_report(ASSIGNMENT, report, args.output)
     print(f"wrote {path}")
     return 0

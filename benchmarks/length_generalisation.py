@@ -1,7 +1,9 @@
 """Benchmark of what carries the Transformer to sentences longer than any it was trained on.
 
-    python -m benchmarks.length_generalisation                    # laptop profile: sinusoidal vs RoPE, 900 updates each
-    python -m benchmarks.length_generalisation --profile smoke    # seconds: checks the script, measures nothing
+    python -m benchmarks.length_generalisation                    # laptop profile: sinusoidal vs RoPE, 900
+    updates each
+    python -m benchmarks.length_generalisation --profile smoke    # seconds: checks the script, measures
+    nothing
 
 Notebook 05 compares RoPE with sinusoidal encodings at 300 updates only (what a notebook can afford
 twice); this trains both with the full recipe of the profile (``course_lib.recipes``, the notebook's
@@ -43,8 +45,9 @@ def run(profile: str = "laptop", positionals: tuple[str, ...] = POSITIONALS) -> 
     rnn = ROOT / "benchmarks" / "results" / "02_attention.json"
     if rnn.is_file():
         recorded = json.loads(rnn.read_text(encoding="utf-8"))
-        report["attention_rnn_recorded"] = {k: recorded.get(k) for k in ("bleu_test", "bleu_test_long", "date")} \
-            | {"source": "benchmarks/results/02_attention.json"}
+        report["attention_rnn_recorded"] = {
+            k: recorded.get(k) for k in ("bleu_test", "bleu_test_long", "date")
+        } | {"source": "benchmarks/results/02_attention.json"}
     report["machine"]["load_average_after"] = machine()["load_average"]
     return report
 

@@ -53,11 +53,15 @@ def run_once(assignment: str, profile: str, hogs: int, timeout: int, keep: Path 
     with busy(hogs):
         minutes, results = run_notebook(assignment, profile, timeout, keep=keep)
         after = os.getloadavg()  # before the busy processes stop
-    return {"hogs": hogs, "headline": {key: results.get(key) for key in HEADLINES[assignment]},
-            "updates": results.get("updates", results.get("steps")), "notebook_minutes": round(minutes, 2),
-            "train_minutes": results.get("train_minutes"),
-            "estimated_train_minutes": results.get("estimated_train_minutes"),
-            "load_average_before": [round(x, 2) for x in before], "load_average_after": [round(x, 2) for x in after]}
+    return {
+        "hogs": hogs, "headline": {key: results.get(key)
+                                   for key in HEADLINES[assignment]},
+        "updates": results.get("updates", results.get("steps")), "notebook_minutes": round(minutes, 2),
+        "train_minutes": results.get("train_minutes"),
+        "estimated_train_minutes": results.get("estimated_train_minutes"),
+        "load_average_before": [round(x, 2)
+                                for x in before], "load_average_after": [round(x, 2) for x in after]
+    }
 
 
 def agreement(assignment: str, idle: dict, loaded: dict) -> dict:
@@ -83,8 +87,10 @@ def run(assignments: list[str], profile: str = "laptop", hogs: int = HOGS, timeo
         idle = run_once(assignment, profile, 0, timeout, keep)
         print(f"-- {assignment}: beside {hogs} busy processes", file=sys.stderr)
         loaded = run_once(assignment, profile, hogs, timeout, None)
-        report["notebooks"][assignment] = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                           "idle": idle, "loaded": loaded, **agreement(assignment, idle, loaded)}
+        report["notebooks"][assignment] = {
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "idle": idle, "loaded": loaded,
+            **agreement(assignment, idle, loaded)
+        }
     return report
 
 
@@ -92,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", nargs="+", choices=list(HEADLINES), default=list(HEADLINES))
     parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--hogs", type=int, default=HOGS, help=f"busy processes beside the second run (default {HOGS})")
-    parser.add_argument("--timeout", type=int, default=3600, help="seconds allowed per cell (a loaded run is slow)")
+    parser.add_argument("--hogs", type=int, default=HOGS,
+                        help=f"busy processes beside the second run (default {HOGS})")
+    parser.add_argument("--timeout", type=int, default=3600,
+                        help="seconds allowed per cell (a loaded run is slow)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="keep the idle run's folder and executed notebook in DIR/<assignment>")
     parser.add_argument("--output", type=Path, default=None, help="default: benchmarks/results/load.json")

@@ -61,26 +61,34 @@ RSS_UNIT = 1 if sys.platform == "darwin" else 1024
 
 
 def training_steps(B: int, T: int, d_model: int, heads: int, causal: bool, device: torch.device) -> dict:
-    """contender name -> a function running one forward + backward of it; all layers see the same x, all kernels
+    """contender name -> a function running one forward + backward of it; all layers see the same x, all
+    kernels
     the same q, k, v."""
     torch.manual_seed(0)
     theirs = nn.MultiheadAttention(d_model, heads, batch_first=True).to(device)
     ours = MultiHeadAttention(d_model, heads).to(device).load_from_torch(theirs)
     transformers = CachedMultiHeadAttention(d_model, heads).to(device).load_from_torch(theirs)
     x = torch.randn(B, T, d_model, device=device, requires_grad=True)
-    q, k, v = (torch.randn(B, heads, T, d_model // heads, device=device, requires_grad=True) for _ in range(3))
+    q, k, v = (torch.randn(B, heads, T, d_model // heads, device=device, requires_grad=True)
+               for _ in range(3))
     mask = causal_mask(T, device=device) if causal else None  # (T, T), True = may attend
     blocked = None if mask is None else ~mask  # torch's boolean attn_mask means the opposite
     forwards = {  # name -> (tensors whose gradients it fills, forward)
         "course_lib MHA fused": ([*ours.parameters(), x], lambda: ours(x, x, x, mask, need_weights=False)[0]),
-        "course_lib MHA naive": ([*ours.parameters(), x],
-                                 lambda: ours(x, x, x, mask, need_weights=True, average_attn_weights=False)[0]),
+        "course_lib MHA naive": (
+            [*ours.parameters(), x],
+            lambda: ours(x, x, x, mask, need_weights=True, average_attn_weights=False)[0],
+        ),
         # the Transformer's decoder passes no mask but is_causal, which lets the kernel skip masked blocks
-        "course_lib Transformer MHA": ([*transformers.parameters(), x],
-                                       lambda: transformers(x, x, x, is_causal=causal)[0]),
+        "course_lib Transformer MHA": (
+            [*transformers.parameters(), x],
+            lambda: transformers(x, x, x, is_causal=causal)[0],
+        ),
         # with the is_causal hint, as nn.TransformerDecoderLayer calls it: torch's fastest causal path
-        TORCH_MHA: ([*theirs.parameters(), x],
-                    lambda: theirs(x, x, x, attn_mask=blocked, need_weights=False, is_causal=causal)[0]),
+        TORCH_MHA: (
+            [*theirs.parameters(), x],
+            lambda: theirs(x, x, x, attn_mask=blocked, need_weights=False, is_causal=causal)[0],
+        ),
         "course_lib sdpa naive": ([q, k, v], lambda: scaled_dot_product_attention(q, k, v, mask)[0]),
         TORCH_SDPA: ([q, k, v], lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)),
     }
@@ -90,6 +98,7 @@ def training_steps(B: int, T: int, d_model: int, heads: int, causal: bool, devic
             for t in leaves:
                 t.grad = None  # what optimizer.zero_grad(set_to_none=True) does between training steps
             forward().square().mean().backward()
+
         return run
 
     return {name: step(*forwards[name]) for name in CONTENDERS}
@@ -127,10 +136,19 @@ def peak_memory(jobs: list[tuple], device: torch.device) -> list[int]:
         return pool.map(_peak_bytes, jobs, chunksize=1)
 
 
-def run(batch: int = 32, d_models: tuple[int, ...] = (128, 256),
-        lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024), heads: int = 4, repeats: int = 20,
-        warmup: int = 2, budget_s: float = 20.0, memory: bool = True, device: str = "cpu") -> dict:
-    """Time (and measure the memory of) every contender at every shape; the report written to attention.json."""
+def run(
+    batch: int = 32,
+    d_models: tuple[int, ...] = (128, 256),
+    lengths: tuple[int, ...] = (32, 64, 128, 256, 512, 1024),
+    heads: int = 4,
+    repeats: int = 20,
+    warmup: int = 2,
+    budget_s: float = 20.0,
+    memory: bool = True,
+    device: str = "cpu",
+) -> dict:
+    """Time (and measure the memory of) every contender at every shape; the report written to
+    attention.json."""
     device = torch.device(device)
     sync = torch.cuda.synchronize if device.type == "cuda" else None
     before = machine()
@@ -138,18 +156,37 @@ def run(batch: int = 32, d_models: tuple[int, ...] = (128, 256),
     for d_model in d_models:
         for T in lengths:
             for causal in (False, True):
-                times, _ = alternate(training_steps(batch, T, d_model, heads, causal, device), repeats, warmup,
-                                     budget_s, sync=sync)
+                times, _ = alternate(
+                    training_steps(batch, T, d_model, heads, causal, device),
+                    repeats,
+                    warmup,
+                    budget_s,
+                    sync=sync,
+                )
                 median = medians(times)
-                rows.append({"B": batch, "T": T, "d_model": d_model, "heads": heads, "causal": causal,
-                             "repeats": len(times[TORCH_MHA]),
-                             "median_ms": {name: round(1000 * s, 4) for name, s in median.items()},
-                             "ratio": {name: round(median[name] / median[ref], 4)
-                                       for name, ref in CONTENDERS.items() if ref}})
+                rows.append(
+                    {
+                        "B": batch,
+                        "T": T,
+                        "d_model": d_model,
+                        "heads": heads,
+                        "causal": causal,
+                        "repeats": len(times[TORCH_MHA]),
+                        "median_ms": {name: round(1000 * s, 4) for name, s in median.items()},
+                        "ratio": {
+                            name: round(median[name] / median[ref], 4)
+                            for name, ref in CONTENDERS.items()
+                            if ref
+                        },
+                    }
+                )
     if memory:
         shapes = [(d_model, T) for d_model in d_models for T in lengths]
-        jobs = [(name, batch, T, d_model, heads, str(device), torch.get_num_threads())
-                for d_model, T in shapes for name in CONTENDERS]
+        jobs = [
+            (name, batch, T, d_model, heads, str(device), torch.get_num_threads())
+            for d_model, T in shapes
+            for name in CONTENDERS
+        ]
         peaks = iter(peak_memory(jobs, device))  # in the order of the jobs
         memory_mb = {shape: {name: round(next(peaks) / 2**20, 2) for name in CONTENDERS} for shape in shapes}
         for row in rows:
@@ -161,13 +198,23 @@ def run(batch: int = 32, d_models: tuple[int, ...] = (128, 256),
         "machine": {**before, "device": str(device), "load_average_after": machine()["load_average"]},
         "ratio_to": {name: ref for name, ref in CONTENDERS.items() if ref},
         "timing": "one training step (forward, mean of squares, backward), median over alternating rounds",
-        "memory_method": None if not memory else (
-            "torch.cuda.max_memory_allocated during the step minus memory allocated before it" if device.type == "cuda"
-            else "growth of ru_maxrss (peak resident memory) during the step, each contender and shape in a fresh "
-                 "process forked from a server that has only imported torch") + "; after a tiny warm-up step; no mask",
+        "memory_method": None
+        if not memory
+        else (
+            "torch.cuda.max_memory_allocated during the step minus memory allocated before it"
+            if device.type == "cuda"
+            else "growth of ru_maxrss (peak resident memory) during the step, each contender and shape in a "
+                 "fresh "
+            "process forked from a server that has only imported torch"
+        )
+        + "; after a tiny warm-up step; no mask",
         "rows": rows,
-        "target": {"ratio_at_most": TARGET_RATIO, "lengths": list(TRAINING_LENGTHS), "worst_ratio": worst,
-                   "met": {name: None if r is None else r <= TARGET_RATIO for name, r in worst.items()}},
+        "target": {
+            "ratio_at_most": TARGET_RATIO,
+            "lengths": list(TRAINING_LENGTHS),
+            "worst_ratio": worst,
+            "met": {name: None if r is None else r <= TARGET_RATIO for name, r in worst.items()},
+        },
     }
 
 
@@ -179,8 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=20, help="rounds at most (default 20)")
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--budget", type=float, default=20.0, metavar="S",
-                        help="seconds per comparison after which no new round starts (at least 3 rounds)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="seconds per comparison after which no new round starts (at least 3 rounds)",
+    )
     parser.add_argument("--no-memory", action="store_true", help="time only")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
@@ -188,11 +240,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    report = run(args.batch, tuple(args.d_models), tuple(args.lengths), args.heads, args.repeats, args.warmup,
-                 args.budget, not args.no_memory, args.device)
+    report = run(
+        args.batch,
+        tuple(args.d_models),
+        tuple(args.lengths),
+        args.heads,
+        args.repeats,
+        args.warmup,
+        args.budget,
+        not args.no_memory,
+        args.device,
+    )
     for row in report["rows"]:
         ratios = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in row["ratio"].items())
-        print(f"d_model {row['d_model']} T {row['T']:>4} {'causal' if row['causal'] else 'no mask'}: {ratios}")
+        print(
+            f"d_model {row['d_model']} T {row['T']:>4} {'causal' if row['causal'] else 'no mask'}: {ratios}"
+        )
     print(f"written to {write_report('attention', report, args.output)}", file=sys.stderr)
     return 0
 

@@ -42,7 +42,8 @@ def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", default="laptop", choices=["smoke", "laptop", "gpu"])
-    parser.add_argument("--output", type=Path, default=None, help=f"default: benchmarks/results/{ASSIGNMENT}.json")
+    parser.add_argument("--output", type=Path, default=None,
+                        help=f"default: benchmarks/results/{ASSIGNMENT}.json")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds allowed per cell")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="copy the notebook's run folder and executed notebook to DIR/<assignment>")

@@ -1,10 +1,13 @@
-"""One harness for every performance target of the course: run the benchmarks, write JSON, regenerate the table.
+"""One harness for every performance target of the course: run the benchmarks, write JSON, regenerate the
+table.
 
     python -m benchmarks                     # the fast sections (minutes on a laptop CPU)
     python -m benchmarks attention bleu      # only these sections
-    python -m benchmarks all                 # every section, the notebook runs, load, autograde and CI included (hours)
+    python -m benchmarks all                 # every section, the notebook runs, load, autograde and CI
+    included (hours)
     python -m benchmarks --smoke             # tiny sizes, seconds: proves the harness works, measures nothing
-    python -m benchmarks --table             # run nothing: regenerate benchmarks/README.md from the JSON there is
+    python -m benchmarks --table             # run nothing: regenerate benchmarks/README.md from the JSON
+    there is
     course bench [the same arguments]        # the same, from anywhere inside the course
 
 Each section writes ``benchmarks/results/<name>.json`` (machine, torch, device, date and load
@@ -67,9 +70,10 @@ def throughput(options: Options) -> None:
 
 
 # (module, assignment): each runs its solution notebook and writes what it recorded
-NOTEBOOK_BENCHMARKS = (("benchmarks.rnn_baselines", "01_rnn_baselines"), ("benchmarks.attention_rnn", "02_attention"),
-                       ("benchmarks.transformer", "05_transformer"), ("benchmarks.capstone", "06_bleu"),
-                       ("benchmarks.language_model", "07_language_model"))
+NOTEBOOK_BENCHMARKS = (("benchmarks.rnn_baselines",
+                        "01_rnn_baselines"), ("benchmarks.attention_rnn",
+                                              "02_attention"), ("benchmarks.transformer", "05_transformer"),
+                       ("benchmarks.capstone", "06_bleu"), ("benchmarks.language_model", "07_language_model"))
 
 
 def quality(options: Options) -> None:
@@ -86,14 +90,19 @@ def quality(options: Options) -> None:
         env = {**os.environ, **({} if profile == "gpu" else {"CUDA_VISIBLE_DEVICES": ""})}
         kept = RUNS_KEPT / profile
         for module, assignment in NOTEBOOK_BENCHMARKS:
-            command = [sys.executable, "-m", module, "--profile", profile, "--keep", str(kept),
-                       "--output", str(options.output_dir / f"{table.quality_file(assignment, profile)}.json")]
+            command = [
+                sys.executable, "-m", module, "--profile", profile, "--keep",
+                str(kept), "--output",
+                str(options.output_dir / f"{table.quality_file(assignment, profile)}.json")
+            ]
             if module == "benchmarks.transformer":
                 command.append("--skip-throughput")  # the throughput section measures it
             if module == "benchmarks.attention_rnn" and (kept / "01_rnn_baselines").is_dir():
                 command += ["--reuse-01", str(kept / "01_rnn_baselines")]
             if module == "benchmarks.capstone":
-                command += ["--reuse", *(str(kept / name) for name in capstone.EARLIER if (kept / name).is_dir())]
+                command += [
+                    "--reuse", *(str(kept / name) for name in capstone.EARLIER if (kept / name).is_dir())
+                ]
             if options.threads:
                 command += ["--threads", str(options.threads)]
             print(f"-- {assignment} ({profile} profile)", file=sys.stderr)
@@ -110,9 +119,13 @@ def load(options: Options) -> None:
     --executed`` read them there).
     """
     profile = "smoke" if options.smoke else "laptop"
-    env = {**os.environ, **({} if options.smoke else {"CUDA_VISIBLE_DEVICES": ""})}  # the laptop targets: a CPU
-    command = [sys.executable, "-m", "benchmarks.load", "--profile", profile, "--keep", str(RUNS_KEPT / profile),
-               "--output", str(options.output_dir / "load.json")]
+    env = {**os.environ,
+           **({} if options.smoke else {"CUDA_VISIBLE_DEVICES": ""})}  # the laptop targets: a CPU
+    command = [
+        sys.executable, "-m", "benchmarks.load", "--profile", profile, "--keep",
+        str(RUNS_KEPT / profile), "--output",
+        str(options.output_dir / "load.json")
+    ]
     if subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL).returncode:
         raise RuntimeError("the load benchmark failed")
 
@@ -140,7 +153,8 @@ def autograde(options: Options) -> None:
     course = [a.id for a in assignments(ROOT)]
     # 6 students per assignment (2 honest, 1 blank, 3 bugs): both job counts over the 6 assignments take
     # about 15 minutes on 2 cores; `python -m benchmarks.autograde_batch --students N` grades bigger batches
-    batch = dict(assignments=course[:1], students=3) if options.smoke else dict(assignments=course, students=6)
+    batch = dict(assignments=course[:1], students=3) if options.smoke else dict(
+        assignments=course, students=6)
     # then every grade again beside two CPU-bound processes, which must change none (issue 28)
     options.write("autograde_batch", autograde_batch.run(**batch, jobs=[1, 2], load=2))
 
@@ -190,11 +204,14 @@ def ci(options: Options) -> None:
 
 
 def gpu(options: Options) -> None:
-    """The gpu-profile base model (tokens/s, MFU, BLEU, minutes) through benchmarks.transformer.gpu_section."""
+    """The gpu-profile base model (tokens/s, MFU, BLEU, minutes) through
+    benchmarks.transformer.gpu_section."""
     from benchmarks.transformer import gpu_section
 
     if options.smoke and _cuda():
-        report = {"measured": False, "note": "not measured with --smoke (the gpu section trains the base model)"}
+        report = {
+            "measured": False, "note": "not measured with --smoke (the gpu section trains the base model)"
+        }
     else:
         report = gpu_section()  # says "no GPU" by itself without CUDA
     options.write("gpu", {"machine": machine(), **report})
@@ -208,54 +225,68 @@ class Section:
 
 
 SECTIONS: dict[str, Section] = {
-    "attention": Section(attention, True, "course_lib's naive and fused attention vs F.scaled_dot_product_attention "
-                         "and nn.MultiheadAttention: training-step time and peak memory, B=32, d_model 128/256, "
-                         "T 32-1024 (benchmarks/mha_speed.py)"),
-    "throughput": Section(throughput, True, "training tokens/s of course_lib's Transformer vs nn.Transformer of the "
-                          "same size (benchmarks/transformer.py)"),
-    "quality": Section(quality, False, "time to quality: notebooks 01, 02, 05, 06 and 07 run top to bottom in "
-                       "every profile this machine has: minutes, BLEU on test and test_long, 07's validation loss "
-                       "against nanoGPT's CPU recipe (40 minutes per profile)"),
-    "load": Section(load, False, "notebooks 05 and 07 (laptop) run idle and then beside two CPU-bound processes: "
-                    "the same BLEU (±0.5) and nats/char (±0.02), the times and load averages of both "
-                    "(benchmarks/load.py; about an hour on 2 cores)"),
-    "bleu": Section(bleu, True, "course_lib.bleu vs sacreBLEU on 3000 sentences: same score, time ratio "
-                    "(benchmarks/bleu_speed.py)"),
-    "decoding": Section(decoding, True, "sentences/s of greedy and beam search, with and without the KV cache "
-                        "(benchmarks/decoding.py)"),
-    "autograde": Section(autograde, False, "course autograde on every assignment: seconds per student, --jobs 1 vs "
-                         "--jobs 2 (benchmarks/autograde_batch.py; a quarter of an hour)"),
-    "class": Section(autograde_class, False, f"course autograde on a class of {CLASS_SIZE} students of "
-                     f"{CLASS_ASSIGNMENT} (honest, blank and catalogued bugs): seconds per student, --jobs 1 vs 2 "
-                     "(half an hour)"),
-    "agreement": Section(agreement, False, "every catalogued bug and alternative of every assignment through "
-                         "nbgrader's Validator and course autograde: the test cells each fails must be the same "
-                         "(benchmarks/validate_agreement.py; under an hour on 2 cores)"),
-    "similarity": Section(similarity, False, f"course similarity on a class of {CLASS_SIZE} students of "
-                          "07_language_model (disguised copies, independent solutions): seconds, flags, against "
-                          "copydetect on the raw cells (benchmarks/similarity_class.py; about 3 minutes)"),
-    "length": Section(length, False, "the Transformer on test_long (sentences longer than any in training): "
-                      "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "
-                      "with attention (benchmarks/length_generalisation.py; about 7 minutes)"),
+    "attention": Section(
+        attention, True, "course_lib's naive and fused attention vs F.scaled_dot_product_attention "
+        "and nn.MultiheadAttention: training-step time and peak memory, B=32, d_model 128/256, "
+        "T 32-1024 (benchmarks/mha_speed.py)"),
+    "throughput": Section(
+        throughput, True, "training tokens/s of course_lib's Transformer vs nn.Transformer of the "
+        "same size (benchmarks/transformer.py)"),
+    "quality": Section(
+        quality, False, "time to quality: notebooks 01, 02, 05, 06 and 07 run top to bottom in "
+        "every profile this machine has: minutes, BLEU on test and test_long, 07's validation loss "
+        "against nanoGPT's CPU recipe (40 minutes per profile)"),
+    "load": Section(
+        load, False, "notebooks 05 and 07 (laptop) run idle and then beside two CPU-bound processes: "
+        "the same BLEU (±0.5) and nats/char (±0.02), the times and load averages of both "
+        "(benchmarks/load.py; about an hour on 2 cores)"),
+    "bleu": Section(
+        bleu, True, "course_lib.bleu vs sacreBLEU on 3000 sentences: same score, time ratio "
+        "(benchmarks/bleu_speed.py)"),
+    "decoding": Section(
+        decoding, True, "sentences/s of greedy and beam search, with and without the KV cache "
+        "(benchmarks/decoding.py)"),
+    "autograde": Section(
+        autograde, False, "course autograde on every assignment: seconds per student, --jobs 1 vs "
+        "--jobs 2 (benchmarks/autograde_batch.py; a quarter of an hour)"),
+    "class": Section(
+        autograde_class, False, f"course autograde on a class of {CLASS_SIZE} students of "
+        f"{CLASS_ASSIGNMENT} (honest, blank and catalogued bugs): seconds per student, --jobs 1 vs 2 "
+        "(half an hour)"),
+    "agreement": Section(
+        agreement, False, "every catalogued bug and alternative of every assignment through "
+        "nbgrader's Validator and course autograde: the test cells each fails must be the same "
+        "(benchmarks/validate_agreement.py; under an hour on 2 cores)"),
+    "similarity": Section(
+        similarity, False, f"course similarity on a class of {CLASS_SIZE} students of "
+        "07_language_model (disguised copies, independent solutions): seconds, flags, against "
+        "copydetect on the raw cells (benchmarks/similarity_class.py; about 3 minutes)"),
+    "length": Section(
+        length, False, "the Transformer on test_long (sentences longer than any in training): "
+        "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "
+        "with attention (benchmarks/length_generalisation.py; about 7 minutes)"),
     "ci": Section(ci, False, "wall time of the README's test command (--ci-command, default `make test`)"),
-    "gpu": Section(gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
-                   "without: recorded as not measured"),
+    "gpu": Section(
+        gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
+        "without: recorded as not measured"),
 }
 
 
 def readme_path(output_dir: Path) -> Path:
     """benchmarks/README.md for the real results; a README.md beside the JSON for any other folder."""
-    return ROOT / "benchmarks" / "README.md" if output_dir.resolve() == RESULTS.resolve() else output_dir / "README.md"
+    return ROOT / "benchmarks" / "README.md" if output_dir.resolve() == RESULTS.resolve(
+    ) else output_dir / "README.md"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="sections:\n" + "\n".join(f"  {name:<11} {s.help}{'' if s.fast else ' [not in the default list]'}"
-                                         for name, s in SECTIONS.items()))
-    parser.add_argument("sections", nargs="*", metavar="SECTION",
-                        help=f"sections to run, or all (default: {' '.join(n for n, s in SECTIONS.items() if s.fast)})")
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog="sections:\n" +
+        "\n".join(f"  {name:<11} {s.help}{'' if s.fast else ' [not in the default list]'}"
+                  for name, s in SECTIONS.items()))
+    parser.add_argument(
+        "sections", nargs="*", metavar="SECTION",
+        help=f"sections to run, or all (default: {' '.join(n for n, s in SECTIONS.items() if s.fast)})")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes, seconds: checks the harness "
                              f"(default output {SMOKE_OUTPUT.relative_to(ROOT)}/)")
@@ -269,7 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.table and args.sections:
         parser.error("--table runs no section")
-    names = list(SECTIONS) if args.sections == ["all"] else args.sections or [n for n, s in SECTIONS.items() if s.fast]
+    names = list(SECTIONS) if args.sections == [
+        "all"
+    ] else args.sections or [n for n, s in SECTIONS.items() if s.fast]
     if unknown := [n for n in names if n not in SECTIONS]:
         parser.error(f"unknown section {', '.join(unknown)}: choose from {', '.join(SECTIONS)} or all")
     output_dir = args.output_dir or (SMOKE_OUTPUT if args.smoke else RESULTS)

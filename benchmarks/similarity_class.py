@@ -1,6 +1,7 @@
 """Benchmark of ``course similarity`` on a class of one assignment: seconds for the whole class.
 
-    python -m benchmarks.similarity_class                                   # 200 students of 07_language_model
+    python -m benchmarks.similarity_class                                   # 200 students of
+    07_language_model
     python -m benchmarks.similarity_class --students 60 --assignment 02_attention --rounds 1
 
 The class: the students tests/test_similarity.py compares (the solution, a copy of it in every
@@ -39,7 +40,8 @@ COPYDETECT_NOISE, COPYDETECT_MIN_MATCHED = 25, 80
 
 
 def make_class(assignment, students: int, seed: int = 0) -> dict[str, dict[str, str]]:
-    """student -> grade id -> answer code: the test suite's class, then disguised answers up to ``students``."""
+    """student -> grade id -> answer code: the test suite's class, then disguised answers up to
+    ``students``."""
     from tests.similarity_disguises import DISGUISES
     from tests.test_similarity import RELEASE, real_class
 
@@ -58,14 +60,16 @@ def make_class(assignment, students: int, seed: int = 0) -> dict[str, dict[str, 
     return answers
 
 
-def copydetect_scores(codes: dict[str, dict[str, str]], given: list[str], threshold: float) -> dict[frozenset, bool]:
+def copydetect_scores(codes: dict[str, dict[str, str]], given: list[str],
+                      threshold: float) -> dict[frozenset, bool]:
     """The previous comparison: copydetect's fingerprints of each raw answer cell, the release's removed;
     pair -> flagged."""
     import numpy as np
     from copydetect import CodeFingerprint, compare_files
 
     def fingerprint(code: str, boilerplate=None):
-        return CodeFingerprint("answer.py", COPYDETECT_NOISE, 1, boilerplate, language="python", fp=io.StringIO(code))
+        return CodeFingerprint("answer.py", COPYDETECT_NOISE, 1, boilerplate, language="python",
+                               fp=io.StringIO(code))
 
     boilerplate = np.unique(np.array([h for code in given for h in fingerprint(code).hashes], dtype=np.int64))
     prints = {student: {g: fingerprint(code, boilerplate) for g, code in cells.items()}
@@ -101,19 +105,21 @@ def run(assignment_id: str, students: int, rounds: int) -> dict:
     from course_tools.cli import main as course
     from course_tools.course import assignments
     from course_tools.publishing.sample import scratch_course
-    from course_tools.classroom.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints, fingerprinted,
-                                                  given_cells)
+    from course_tools.classroom.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints,
+                                                   fingerprinted, given_cells)
     from tests.test_similarity import write_class
 
     assignment = assignments(ROOT, [assignment_id])[0]
     codes, given = make_class(assignment, students), given_cells(assignment)
 
     def ours() -> dict[frozenset, bool]:
-        canonical_tokens.statement_tokens.cache_clear()  # every round starts cold, as one run of the command does
+        canonical_tokens.statement_tokens.cache_clear(
+        )  # every round starts cold, as one run of the command does
         return {frozenset((p.first, p.second)): p.flagged(DEFAULT_THRESHOLD) for p in compare(codes, given)}
 
-    times, last = alternate({"canonical": ours,
-                             "copydetect": lambda: copydetect_scores(codes, given, DEFAULT_THRESHOLD)}, repeats=rounds)
+    times, last = alternate(
+        {"canonical": ours, "copydetect": lambda: copydetect_scores(codes, given, DEFAULT_THRESHOLD)},
+        repeats=rounds)
     canonical_tokens.statement_tokens.cache_clear()
     started = time.perf_counter()
     prints = fingerprinted(codes, given)

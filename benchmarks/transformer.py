@@ -68,7 +68,8 @@ class TorchTransformer(nn.Module):
         T = tgt_in.shape[1]
         causal = nn.Transformer.generate_square_subsequent_mask(T, device=tgt_in.device)  # (T, T), -inf above
         pad = src == 0  # (B, S), torch's convention: True = ignore
-        h = self.core(x, y, tgt_mask=causal, src_key_padding_mask=pad, memory_key_padding_mask=pad, tgt_is_causal=True)
+        h = self.core(x, y, tgt_mask=causal, src_key_padding_mask=pad, memory_key_padding_mask=pad,
+                      tgt_is_causal=True)
         return self.out(h)  # (B, T, V)
 
     @torch.no_grad()
@@ -77,7 +78,10 @@ class TorchTransformer(nn.Module):
         self.src_embed.load_state_dict(model.src_embed.state_dict())
         self.tgt_embed.load_state_dict(model.tgt_embed.state_dict())
         self.out.weight.copy_(model.out.weight)
-        pairs = [*zip(self.core.encoder.layers, model.encoder_layers), *zip(self.core.decoder.layers, model.decoder_layers)]
+        pairs = [
+            *zip(self.core.encoder.layers, model.encoder_layers),
+            *zip(self.core.decoder.layers, model.decoder_layers)
+        ]
         for theirs, ours in pairs:
             attention = [(theirs.self_attn, ours.self_attn)]
             if hasattr(ours, "cross_attn"):
@@ -99,7 +103,8 @@ class TorchTransformer(nn.Module):
         return self
 
 
-def throughput(profile: str = "laptop", rounds: int = 6, steps_per_round: int = 5, n_train: int = 20_000) -> dict:
+def throughput(profile: str = "laptop", rounds: int = 6, steps_per_round: int = 5,
+               n_train: int = 20_000) -> dict:
     """Training target tokens/s of course_lib's Transformer vs TorchTransformer on identical batches."""
     from course_lib import recipes, seed_everything
     from course_lib.text import BucketedBatches
@@ -150,11 +155,13 @@ def throughput(profile: str = "laptop", rounds: int = 6, steps_per_round: int = 
                      "parameters": sum(p.numel() for p in c["model"].parameters())}
               for name, c in contenders.items()}
     ours, theirs = report["course_lib"], report["nn.Transformer"]
-    return {"profile": profile, "device": str(device), "config": cfg.__dict__, "steps_each": rounds * steps_per_round,
-            "target_tokens": contenders["course_lib"]["tokens"], **report,
-            "ratio_tokens_per_s": round(ours["tokens_per_s"] / theirs["tokens_per_s"], 3),
-            "ratio_tokens_per_cpu_s": round(ours["tokens_per_cpu_s"] / theirs["tokens_per_cpu_s"], 3),
-            "target": ">= 1.0"}
+    return {
+        "profile": profile, "device": str(device), "config": cfg.__dict__,
+        "steps_each": rounds * steps_per_round, "target_tokens": contenders["course_lib"]["tokens"],
+        **report, "ratio_tokens_per_s": round(ours["tokens_per_s"] / theirs["tokens_per_s"], 3),
+        "ratio_tokens_per_cpu_s": round(ours["tokens_per_cpu_s"] / theirs["tokens_per_cpu_s"],
+                                        3), "target": ">= 1.0"
+    }
 
 
 def earlier_models() -> dict:
@@ -187,8 +194,9 @@ def gpu_section() -> dict:
     metrics = recipes.evaluate(run)
     data = recipes.training_data(run.hp)
     sample = list(BucketedBatches(data, max_tokens=run.hp["max_tokens"], seed=0))[:50]
-    flops_per_token = (sum(training_flops(run.cfg, (b.src != 0).sum(1), (b.tgt_out != 0).sum(1)) for b in sample)
-                       / sum(b.n_target_tokens for b in sample))
+    flops_per_token = (
+        sum(training_flops(run.cfg, (b.src != 0).sum(1), (b.tgt_out != 0).sum(1))
+            for b in sample) / sum(b.n_target_tokens for b in sample))
     tokens_per_s = sum(run.history.tokens_per_s[1:]) / max(1, len(run.history.tokens_per_s[1:]))
     name = torch.cuda.get_device_name(0)
     peak = peak_flops(name)
@@ -215,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     report.update(assignment=ASSIGNMENT, machine=machine())
     if not args.skip_notebook:
         load_before = os.getloadavg()
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the kernel is a child process, reaped at the end
+        children = resource.getrusage(
+            resource.RUSAGE_CHILDREN)  # the kernel is a child process, reaped at the end
         minutes, results = run_notebook(ASSIGNMENT, args.profile, args.timeout, keep=args.keep)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu_minutes = (after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime) / 60

@@ -1,6 +1,7 @@
 """Validate against the grade: every catalogued fixture through nbgrader's Validator and ``course autograde``.
 
-    python -m benchmarks.validate_agreement                          # every assignment (under an hour on 2 cores)
+    python -m benchmarks.validate_agreement                          # every assignment (under an hour on 2
+    cores)
     python -m benchmarks.validate_agreement --assignments 04_positional_encoding --jobs 2
     python -m benchmarks agreement                                   # the same, as a section of the harness
 
@@ -102,16 +103,21 @@ def cross_check(assignment, scratch: Path, jobs: int, only: int | None = None) -
         validated = dict(zip(submitted, pool.map(_validate, [scratch] * len(submitted), submitted.values())))
     validate_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    results = {r.student: r for r in autograde(scratch, assignment.id, jobs=jobs, out=io.StringIO(), progress=False)}
+    results = {
+        r.student: r
+        for r in autograde(scratch, assignment.id, jobs=jobs, out=io.StringIO(), progress=False)
+    }
     grade_seconds = time.perf_counter() - started
     verdicts = []
     for fixture, _ in chosen:
         result = results[fixture.student]
         failed = sorted(c.grade_id for c in result.checks if c.score < c.points)
-        if result.status != GRADED:  # not graded (a person must look, or grading failed): it agrees with nothing
+        # not graded (a person must look, or grading failed): it agrees with nothing
+        if result.status != GRADED:
             failed.append(f"(status {result.status})")
-        verdicts.append(Verdict(fixture, sorted(own.get(fixture.target, ())), validated[fixture.student], failed,
-                                result.status))
+        verdicts.append(
+            Verdict(fixture, sorted(own.get(fixture.target, ())), validated[fixture.student], failed,
+                    result.status))
     return {"fixtures": len(verdicts), "validate_seconds": round(validate_seconds, 1),
             "autograde_seconds": round(grade_seconds, 1),
             "disagreements": [_row(v) for v in verdicts if not v.agrees],
@@ -125,7 +131,8 @@ def _row(verdict: Verdict) -> dict:
 
 
 def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | None = None) -> dict:
-    """The cross-check of the selected assignments (all by default); ``only`` keeps each one's first fixtures."""
+    """The cross-check of the selected assignments (all by default); ``only`` keeps each one's first
+    fixtures."""
     from benchmarks._notebook_run import machine
     from course_tools.course import assignments
 
@@ -146,14 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", nargs="*", default=None, help="assignment ids (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="validations and autograde runs at a time")
-    parser.add_argument("--only", type=int, default=None, help="each assignment's first N fixtures (a quick run)")
+    parser.add_argument("--only", type=int, default=None,
+                        help="each assignment's first N fixtures (a quick run)")
     parser.add_argument("--output", type=Path, default=RESULTS / "validate_agreement.json")
     args = parser.parse_args(argv)
     report = run(args.assignments, jobs=args.jobs, only=args.only)
     write_report("validate_agreement", {"smoke": args.only is not None, **report}, args.output)
     for assignment, found in report["assignments"].items():
-        print(f"{assignment}: {found['fixtures']} fixtures, {len(found['disagreements'])} disagree, "
-              f"Validate misses {len(found['validate_misses'])}, the grade misses {len(found['grade_misses'])}")
+        print(
+            f"{assignment}: {found['fixtures']} fixtures, {len(found['disagreements'])} disagree, "
+            f"Validate misses {len(found['validate_misses'])}, the grade misses {len(found['grade_misses'])}")
     return 0
 
 

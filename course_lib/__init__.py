@@ -13,7 +13,8 @@ N+1 can build on a correct one. Modules, one concept each:
     transformer   the encoder-decoder Transformer (05); params: closed-form parameter counts
     decoding      greedy and beam search, batched translation; kv_cache: incremental decoding
     train         training loop, device selection, eval_mode; checkpoints: checkpoints and results under runs/
-    distributed   `course train`'s options and the data-parallel entry point (torchrun -m course_lib.distributed)
+    distributed   `course train`'s options and the data-parallel entry point (torchrun -m
+    course_lib.distributed)
     recipes       how each course model is built, trained and evaluated per profile
     bleu          BLEU from scratch, equal to sacreBLEU (06); capstone: every model compared
     shakespeare   the Gutenberg plays, split by play, character vocabulary, batches (07)
@@ -23,7 +24,8 @@ N+1 can build on a correct one. Modules, one concept each:
     grading       the checks that graded test cells use
     plotting      loss curves and heatmaps
 
-The instructor's tooling is the package ``course_tools`` (the ``[instructor]`` extra); notebooks never import it.
+The instructor's tooling is the package ``course_tools`` (the ``[instructor]`` extra); notebooks never import
+it.
 """
 from __future__ import annotations
 
@@ -76,7 +78,8 @@ def profile() -> str:
 
 
 def by_profile(table: Mapping[str, T], name: str | None = None) -> T:
-    """Pick this profile's entry of a per-profile table such as ``{"smoke": ..., "laptop": ..., "gpu": ...}``."""
+    """Pick this profile's entry of a per-profile table such as ``{"smoke": ..., "laptop": ..., "gpu":
+    ...}``."""
     name = name or profile()
     missing = [p for p in PROFILES if p not in table]
     if missing:

@@ -178,7 +178,8 @@ class MultiHeadAttention(nn.Module):
         torch keeps the three input projections stacked in ``in_proj_weight`` (3·d_model, d_model).
         """
         if mha.embed_dim != self.d_model or mha.num_heads != self.n_heads or mha.in_proj_weight is None:
-            raise ValueError("nn.MultiheadAttention must have the same d_model and heads, and kdim = vdim = d_model")
+            raise ValueError(
+                "nn.MultiheadAttention must have the same d_model and heads, and kdim = vdim = d_model")
         if (mha.in_proj_bias is None) != (self.q_proj.bias is None):
             raise ValueError("both modules must have biases, or neither")
         for proj, w in zip((self.q_proj, self.k_proj, self.v_proj), mha.in_proj_weight.chunk(3)):

@@ -40,7 +40,8 @@ def ngrams(tokens: Sequence[str], n: int) -> Counter:
     return Counter(zip(*(tokens[i:] for i in range(n))))  # zip stops at the shortest: len - n + 1 n-grams
 
 
-def modified_precision(candidate: Sequence[str], references: Sequence[Sequence[str]], n: int) -> tuple[int, int]:
+def modified_precision(candidate: Sequence[str], references: Sequence[Sequence[str]],
+                       n: int) -> tuple[int, int]:
     """``(clipped, total)``: the candidate's n-grams, each counted at most as often as it occurs in
     the *one* reference where it is most frequent, and the number of candidate n-grams."""
     counts = ngrams(candidate, n)
@@ -136,10 +137,12 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], 
     return bleu_from_statistics(*bleu_statistics(hypotheses, references, max_n, tokenize))
 
 
-def sentence_bleu(hypothesis: str, references: Sequence[str], max_n: int = 4, tokenize: str = "none") -> float:
+def sentence_bleu(hypothesis: str, references: Sequence[str], max_n: int = 4,
+                  tokenize: str = "none") -> float:
     """Smoothed sentence BLEU (0–100), equal to ``sacrebleu.sentence_bleu(hypothesis, references,
     tokenize=tokenize)`` (``exp`` smoothing, effective order)."""
-    return bleu_from_statistics(*bleu_statistics([hypothesis], [references], max_n, tokenize), effective_order=True)
+    return bleu_from_statistics(*bleu_statistics([hypothesis], [references], max_n, tokenize),
+                                effective_order=True)
 
 
 # --------------------------------------------------------------------------- reporting with sacreBLEU
@@ -150,7 +153,8 @@ def _check_corpus(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
     if not hypotheses:
         raise ValueError("no sentences to score")
     if any(isinstance(refs, str) or len(refs) == 0 for refs in references):
-        raise ValueError("references[i] must be a non-empty list of strings: every sentence needs a reference")
+        raise ValueError(
+            "references[i] must be a non-empty list of strings: every sentence needs a reference")
 
 
 def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | None]]:
@@ -204,7 +208,8 @@ def bleu_by_length(sources: Sequence[str], hypotheses: Sequence[str], references
     Returns ``[{"bucket": "1–10", "n": sentences, "bleu": score or None when n == 0}, ...]``.
     """
     if not len(sources) == len(hypotheses) == len(references):
-        raise ValueError(f"{len(sources)} sources, {len(hypotheses)} hypotheses, {len(references)} reference lists")
+        raise ValueError(
+            f"{len(sources)} sources, {len(hypotheses)} hypotheses, {len(references)} reference lists")
     lengths = [len(text.tokenize(s)) for s in sources]
     rows = []
     for low, high in buckets:
@@ -213,4 +218,3 @@ def bleu_by_length(sources: Sequence[str], hypotheses: Sequence[str], references
                      tokenize=tokenize).score if picked else None
         rows.append({"bucket": bucket_label((low, high)), "n": len(picked), "bleu": score})
     return rows
-

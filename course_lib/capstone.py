@@ -124,7 +124,8 @@ def load_or_retrain(spec: CourseModel, hp: dict, device: torch.device | str | No
     original = runs_dir() / recipe.assignment / recipe.checkpoint
     retrained = runs_dir() / ASSIGNMENT / "retrained" / f"{recipe.assignment}-{recipe.checkpoint}"
     problems = []
-    for path, label in ((original, f"notebook {recipe.assignment[:2]}"), (retrained, "earlier quick retrain")):
+    for path, label in ((original, f"notebook {recipe.assignment[:2]}"), (retrained,
+                                                                          "earlier quick retrain")):
         try:
             model, ckpt = _load(spec, path, device)
         except CheckpointError as error:
@@ -138,4 +139,6 @@ def load_or_retrain(spec: CourseModel, hp: dict, device: torch.device | str | No
     return LoadedModel(spec, model.to(device), src_vocab, tgt_vocab, f"{note}; {problems[0]}", retrained)
 
 
-__all__ = ["ASSIGNMENT", "COURSE_MODELS", "CourseModel", "LoadedModel", "load_or_retrain", "retrain", "unavailable"]
+__all__ = [
+    "ASSIGNMENT", "COURSE_MODELS", "CourseModel", "LoadedModel", "load_or_retrain", "retrain", "unavailable"
+]

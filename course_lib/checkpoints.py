@@ -53,7 +53,8 @@ _MAGIC = b"COURSE_LIB_CHECKPOINT 1\n"
 
 
 def save_checkpoint(path: str | Path, model: torch.nn.Module, *, config: Any = None,
-                    vocabs: Mapping[str, Vocab] | None = None, extra: Mapping[str, Any] | None = None) -> Path:
+                    vocabs: Mapping[str, Vocab] | None = None,
+                    extra: Mapping[str, Any] | None = None) -> Path:
     """Write ``model``'s weights with their config, vocabularies and ``extra`` metadata, atomically.
 
     ``config`` is a dataclass or dict of plain values; ``extra`` must hold plain values too, so that
@@ -101,7 +102,8 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module | None = None,
         raise CheckpointError(f"{path}: not a course_lib checkpoint (or truncated); delete it and retrain")
     digest, data = raw[len(_MAGIC) : header_len - 1].decode("ascii", "replace"), raw[header_len:]
     if hashlib.sha256(data).hexdigest() != digest:
-        raise CheckpointError(f"{path}: checksum mismatch — the file is corrupt or truncated; delete it and retrain")
+        raise CheckpointError(
+            f"{path}: checksum mismatch — the file is corrupt or truncated; delete it and retrain")
     try:
         ckpt = torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
     except Exception as e:  # the digest matched, so the writer stored something torch cannot read
@@ -124,8 +126,9 @@ def _check_fits(path: Path, state: Mapping[str, torch.Tensor], model: torch.nn.M
     problems += [f"{k} has shape {tuple(state[k].shape)} in the file but {tuple(v.shape)} in the model"
                  for k, v in expected.items() if k in state and state[k].shape != v.shape]
     if problems:
-        raise CheckpointError(f"{path}: does not fit the model ({'; '.join(problems)}) — it was trained "
-                              "with another configuration; delete it and retrain, or build the model to match")
+        raise CheckpointError(
+            f"{path}: does not fit the model ({'; '.join(problems)}) — it was trained "
+            "with another configuration; delete it and retrain, or build the model to match")
 
 
 def record_results(name: str, metrics: Mapping[str, Any]) -> Path:
@@ -149,4 +152,6 @@ def read_results(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-__all__ = ["CheckpointError", "load_checkpoint", "read_results", "record_results", "runs_dir", "save_checkpoint"]
+__all__ = [
+    "CheckpointError", "load_checkpoint", "read_results", "record_results", "runs_dir", "save_checkpoint"
+]

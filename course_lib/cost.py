@@ -35,7 +35,9 @@ def block_param_counts(d_model: int, d_ff: int) -> dict[str, int]:
     Returns ``{"attention", "ffn", "norms", "total"}``: W_q, W_k, W_v, W_o with biases; the two
     linear layers of the FFN with biases; two LayerNorms (a gain and a bias each).
     """
-    counts = {"attention": attention_params(d_model), "ffn": ffn_params(d_model, d_ff), "norms": 2 * 2 * d_model}
+    counts = {
+        "attention": attention_params(d_model), "ffn": ffn_params(d_model, d_ff), "norms": 2 * 2 * d_model
+    }
     return {**counts, "total": sum(counts.values())}
 
 

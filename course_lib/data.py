@@ -57,7 +57,8 @@ def _check(split: str, n: int | None) -> int:
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int or None, got {n!r}")
     if n > MAX_SIZES[split]:
-        raise ValueError(f"split {split!r} offers at most {MAX_SIZES[split]:,} unique pairs; asked for n={n:,}")
+        raise ValueError(
+            f"split {split!r} offers at most {MAX_SIZES[split]:,} unique pairs; asked for n={n:,}")
     return n
 
 
@@ -109,7 +110,8 @@ def _corpus(split: str, n: int | None, seed: int, with_refs: bool):
     cached = _CACHE.get(key)
     if cached is None or len(cached[0]) < n:
         # generate at least the default size, so later calls with n=None are instant
-        cached = _CACHE[key] = _generate(split, seed, max(n, DEFAULT_SIZES[split]) if n > 5_000 else n, with_refs)
+        cached = _CACHE[key] = _generate(split, seed,
+                                         max(n, DEFAULT_SIZES[split]) if n > 5_000 else n, with_refs)
     return cached[0][:n], cached[1][:n]
 
 
@@ -208,8 +210,9 @@ def download(url: str, sha256: str, cache_dir=None, timeout: float = 30.0) -> pa
                     h.update(block)
                     bar.update(len(block))
         if h.hexdigest() != sha256:
-            raise DownloadError(f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}; "
-                                f"the file was discarded. {by_hand}")
+            raise DownloadError(
+                f"checksum mismatch for {url}: expected sha256 {sha256}, got {h.hexdigest()}; "
+                f"the file was discarded. {by_hand}")
         os.replace(tmp, target)
         return target
     except DownloadError:
@@ -221,5 +224,7 @@ def download(url: str, sha256: str, cache_dir=None, timeout: float = 30.0) -> pa
             os.remove(tmp)
 
 
-__all__ = ["SPLITS", "DEFAULT_SIZES", "MAX_TRAIN_TOKENS", "LONG_TOKENS", "DownloadError", "data_dir", "download",
-           "load_parallel_tsv", "reference_sets", "split_of", "split_sizes", "translation_pairs"]
+__all__ = [
+    "SPLITS", "DEFAULT_SIZES", "MAX_TRAIN_TOKENS", "LONG_TOKENS", "DownloadError", "data_dir", "download",
+    "load_parallel_tsv", "reference_sets", "split_of", "split_sizes", "translation_pairs"
+]

@@ -63,22 +63,26 @@ def beam_search(model: nn.Module, src: torch.Tensor, max_len: int, beam_size: in
     """
     with eval_mode(model):
         B, k, device = src.shape[0], beam_size, src.device
-        memory = model.encode(src).repeat_interleave(k, dim=0)  # (B*k, S, d): row b*k + j is beam j of sentence b
+        memory = model.encode(src).repeat_interleave(
+            k, dim=0)  # (B*k, S, d): row b*k + j is beam j of sentence b
         src_mask = (src != PAD_ID)[:, None, None, :].repeat_interleave(k, dim=0)  # (B*k, 1, 1, S)
         cache = KVCache()
         scores = torch.zeros(B, k, device=device)  # total log-probability of each beam
-        scores[:, 1:] = float("-inf")  # all beams start as the same <bos>: keep one, or the beam fills with copies
+        scores[:, 1:] = float(
+            "-inf")  # all beams start as the same <bos>: keep one, or the beam fills with copies
         tokens = torch.full((B * k, 1), BOS_ID, dtype=torch.long, device=device)  # (B*k, 1) the next input
         finished = torch.zeros(B * k, dtype=torch.bool, device=device)
         history: list[torch.Tensor] = []  # one (B*k,) tensor of chosen ids per step
         for _ in range(max_len):
-            logp = model.decode(tokens, memory, src_mask, cache=cache)[:, -1].float().log_softmax(-1)  # (B*k, V)
+            logp = model.decode(tokens, memory, src_mask, cache=cache)[:,
+                                                                       -1].float().log_softmax(-1)  # (B*k, V)
             V = logp.shape[-1]
             logp[finished] = float("-inf")
             logp[finished, PAD_ID] = 0.0  # a finished hypothesis stays as it is
             candidates = (scores.view(-1, 1) + logp).view(B, k * V)  # every beam × every next token
             scores, flat = candidates.topk(k, dim=-1)  # (B, k) each
-            rows = (torch.arange(B, device=device)[:, None] * k + flat // V).view(-1)  # (B*k,) beam each came from
+            rows = (torch.arange(B, device=device)[:, None] * k + flat // V).view(
+                -1)  # (B*k,) beam each came from
             chosen = (flat % V).view(-1)  # (B*k,)
             history = [h[rows] for h in history] + [chosen]
             finished = finished[rows] | (chosen == EOS_ID)
@@ -91,7 +95,8 @@ def beam_search(model: nn.Module, src: torch.Tensor, max_len: int, beam_size: in
     ys = torch.stack(history, dim=1)  # (B*k, L)
     L = ys.shape[1]
     is_eos = ys == EOS_ID
-    length = torch.where(is_eos.any(1), is_eos.float().argmax(1) + 1, torch.full_like(ys[:, 0], L)).float()  # (B*k,)
+    length = torch.where(is_eos.any(1),
+                         is_eos.float().argmax(1) + 1, torch.full_like(ys[:, 0], L)).float()  # (B*k,)
     normalised = scores.view(-1) / ((5 + length) / 6) ** alpha  # (B*k,)
     best = normalised.view(B, k).argmax(dim=1)  # (B,)
     return ys.view(B, k, L)[torch.arange(B, device=device), best]  # (B, L)

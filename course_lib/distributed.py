@@ -1,7 +1,8 @@
 """Train a course model from the shell, in one process or data-parallel over several.
 
     course train --model transformer --profile laptop                       # one process
-    torchrun --nproc_per_node=4 -m course_lib.distributed --model transformer --steps 3000   # DDP, 4 processes
+    torchrun --nproc_per_node=4 -m course_lib.distributed --model transformer --steps 3000   # DDP, 4
+    processes
 
 Data parallelism (``DistributedDataParallel``): every process holds a full copy of the model and
 trains on its own share of each epoch's batches (batch ``i`` goes to process ``i % world_size``);
@@ -51,13 +52,17 @@ class Shard:
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of ``course train`` and ``python -m course_lib.distributed``."""
     parser.add_argument("--model", required=True, choices=MODELS, help="which course model to train")
-    parser.add_argument("--profile", choices=PROFILES, help="hyperparameter preset (default: course_lib.profile())")
-    parser.add_argument("--steps", type=int, help="optimizer updates (default: the profile's); the result depends on "
-                                                  "them, not on the machine's speed")
-    parser.add_argument("--minutes", type=float, help="safety net (single process only): stop after this much "
-                                                      "training time, saying so, even before --steps")
+    parser.add_argument("--profile", choices=PROFILES,
+                        help="hyperparameter preset (default: course_lib.profile())")
+    parser.add_argument(
+        "--steps", type=int, help="optimizer updates (default: the profile's); the result depends on "
+        "them, not on the machine's speed")
+    parser.add_argument(
+        "--minutes", type=float, help="safety net (single process only): stop after this much "
+        "training time, saying so, even before --steps")
     parser.add_argument("--n-train", type=int, help="training pairs (default: the profile's)")
-    parser.add_argument("--max-tokens", type=int, help="padded tokens per batch and process (default: the profile's)")
+    parser.add_argument("--max-tokens", type=int,
+                        help="padded tokens per batch and process (default: the profile's)")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, mps ... (default: the best available)")
     parser.add_argument("--no-eval", action="store_true", help="skip BLEU on test/test_long")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -87,8 +92,9 @@ def run(args: argparse.Namespace) -> int:
     hp = recipes.hparams(args.model, profile, steps=args.steps, max_minutes=args.minutes,
                          n_train=args.n_train, max_tokens=args.max_tokens)
     if world > 1 and args.minutes is not None:
-        raise SystemExit("course_lib.distributed: --minutes is for one process: under DDP every process must stop "
-                         "at the same update, so give --steps")
+        raise SystemExit(
+            "course_lib.distributed: --minutes is for one process: under DDP every process must stop "
+            "at the same update, so give --steps")
     cuda = torch.cuda.is_available() and (args.device is None or args.device.startswith("cuda"))
     device = torch.device(args.device or ("cuda" if cuda else "cpu"))
     if world > 1 and cuda:
@@ -104,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
             from torch.nn.parallel import DistributedDataParallel
 
             batches = Shard(batches, rank, world)
-            wrap = (lambda m: DistributedDataParallel(m, device_ids=[device.index])) if cuda else DistributedDataParallel
+            wrap = (lambda m: DistributedDataParallel(m, device_ids=[device.index])
+                    ) if cuda else DistributedDataParallel
         trained = recipes.fit(args.model, hp=hp, device=device, data=data, batches=batches, wrap=wrap,
                               progress=rank == 0 and not args.no_progress)
         trained.extra.update(world_size=world, device_name=_device_name(device))
@@ -117,8 +124,11 @@ def run(args: argparse.Namespace) -> int:
             metrics = {} if args.no_eval else recipes.evaluate(trained, device)
             checkpoint, results = recipes.save(trained, metrics)
             scores = ", ".join(f"{k} {v}" for k, v in metrics.items() if k in ("bleu_test", "bleu_test_long"))
-            print(f"{args.model}: {trained.history.step[-1]} updates in {trained.history.minutes:.1f} min on "
-                  f"{world} process(es){'; ' + scores if scores else ''}\ncheckpoint {checkpoint}\nresults    {results}")
+            print(
+                f"{args.model}: {trained.history.step[-1]} updates in {trained.history.minutes:.1f} min on "
+                f"{world} process(es){'; ' + scores if scores else ''}\ncheckpoint {checkpoint}\nresults    "
+                f"{results}"
+            )
     finally:
         if world > 1:
             dist.destroy_process_group()
@@ -132,12 +142,15 @@ def _device_name(device) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = add_arguments(argparse.ArgumentParser(prog="python -m course_lib.distributed", description=__doc__.split("\n\n")[0]))
+    parser = add_arguments(
+        argparse.ArgumentParser(prog="python -m course_lib.distributed",
+                                description=__doc__.split("\n\n")[0]))
     return run(parser.parse_args(argv))
 
 
 __all__ = ["MODELS", "Shard", "add_arguments", "main", "run"]
 
 
-if __name__ == "__main__":  # torchrun --nproc_per_node=N -m course_lib.distributed --model transformer --steps 1000
+# torchrun --nproc_per_node=N -m course_lib.distributed --model transformer --steps 1000
+if __name__ == "__main__":
     raise SystemExit(main())

@@ -32,11 +32,11 @@ class GPTConfig:
     n_heads: int = 4                # query heads; d_head = d_model // n_heads
     n_kv_heads: int | None = None   # key/value heads (grouped-query attention); None = n_heads
     d_ff: int = 344                 # hidden width of the FFN (Llama: about 8/3 d_model for SwiGLU)
-    max_len: int = 256              # longest context: the training window (and rows of a learned position table)
+    max_len: int = 256  # longest context: the training window (and rows of a learned position table)
     positional: str = "rope"        # "rope" (rotate q, k), "learned", "sinusoidal" (added) or "none"
     tie_output: bool = True         # the output layer reuses the token embedding matrix
     style: str = "llama"            # "llama": RMSNorm, SwiGLU, no biases; "gpt2": LayerNorm, GELU MLP, biases
-    score: str = "dot"              # attention score: "dot" (scaled dot product) or "additive" (factorised, below)
+    score: str = "dot"  # attention score: "dot" (scaled dot product) or "additive" (factorised, below)
     dropout: float = 0.0            # dropout on attention weights and on each sublayer's output
 
 
@@ -53,14 +53,16 @@ class KVCache:
         return 0 if self.k is None else self.k.shape[2]
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new positions' k, v (B, n_kv_heads, T, d_head); return all of them (B, n_kv_heads, T_past + T, d_head)."""
+        """Add the new positions' k, v (B, n_kv_heads, T, d_head); return all of them (B, n_kv_heads, T_past +
+        T, d_head)."""
         self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
         self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
         return self.k, self.v
 
 
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x²) + eps) * weight over the last axis; no mean subtracted, no bias. (..., d) -> (..., d)."""
+    """x / sqrt(mean(x²) + eps) * weight over the last axis; no mean subtracted, no bias. (..., d) -> (...,
+    d)."""
 
     def __init__(self, d: int, eps: float = 1e-5):
         super().__init__()
@@ -111,14 +113,16 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         n_kv_heads = n_kv_heads or n_heads
         if d_model % n_heads or n_heads % n_kv_heads:
-            raise ValueError(f"need n_heads | d_model and n_kv_heads | n_heads; got {d_model}, {n_heads}, {n_kv_heads}")
+            raise ValueError(
+                f"need n_heads | d_model and n_kv_heads | n_heads; got {d_model}, {n_heads}, {n_kv_heads}")
         self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
         self.rope, self.score, self.dropout = rope, score, dropout
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.v_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-        if score == "additive":  # e_ij = v·tanh(q_i) + v·tanh(k_j), one v per head: the query term cancels in the softmax
+        # e_ij = v·tanh(q_i) + v·tanh(k_j), one v per head: the query term cancels in the softmax
+        if score == "additive":
             self.v_score = nn.Parameter(torch.randn(n_heads, self.d_head) / math.sqrt(self.d_head))
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None) -> torch.Tensor:
@@ -139,26 +143,29 @@ class CausalSelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         if self.score == "dot" and start == 0 and T_k == T:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p)  # (B, h, T, d_head)
-        elif self.score == "dot" and T == 1:                                          # one new token sees every key
+        elif self.score == "dot" and T == 1:  # one new token sees every key
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=p)
         else:
-            may = torch.ones(T, T_k, dtype=torch.bool, device=x.device).tril(T_k - T)  # (T, T_k): key j ≤ start + i
+            may = torch.ones(T, T_k, dtype=torch.bool,
+                             device=x.device).tril(T_k - T)  # (T, T_k): key j ≤ start + i
             if self.score == "dot":
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=may, dropout_p=p)
             else:
                 s_q = (torch.tanh(q) * self.v_score[:, None]).sum(-1)                # (B, h, T)
                 s_k = (torch.tanh(k) * self.v_score[:, None]).sum(-1)                # (B, h, T_k)
-                scores = (s_q[..., :, None] + s_k[..., None, :]).masked_fill(~may, float("-inf"))  # (B, h, T, T_k)
+                scores = (s_q[..., :, None] + s_k[..., None, :]).masked_fill(~may,
+                                                                             float("-inf"))  # (B, h, T, T_k)
                 y = F.dropout(scores.softmax(-1), p) @ v                            # (B, h, T, d_head)
         y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)               # (B, T, d_model)
         return self.out_proj(y)
 
 
 class GPTBlock(nn.Module):
-    """Pre-norm block: x + attn(attn_norm(x)), then x + ffn(ffn_norm(x)). (B, T, d_model) -> (B, T, d_model)."""
+    """Pre-norm block: x + attn(attn_norm(x)), then x + ffn(ffn_norm(x)). (B, T, d_model) -> (B, T,
+    d_model)."""
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_kv_heads: int | None = None, rope: bool = True,
-                 style: str = "llama", score: str = "dot", dropout: float = 0.0):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_kv_heads: int | None = None,
+                 rope: bool = True, style: str = "llama", score: str = "dot", dropout: float = 0.0):
         super().__init__()
         llama = style == "llama"
         Norm = RMSNorm if llama else nn.LayerNorm
@@ -192,8 +199,9 @@ class GPT(nn.Module):
             self.register_buffer("pe", sinusoidal_positional_encoding(c.max_len, c.d_model), persistent=False)
         self.drop = nn.Dropout(c.dropout)
         self.blocks = nn.ModuleList([
-            GPTBlock(c.d_model, c.n_heads, c.d_ff, c.n_kv_heads, c.positional == "rope", c.style, c.score, c.dropout)
-            for _ in range(c.n_layers)])
+            GPTBlock(c.d_model, c.n_heads, c.d_ff, c.n_kv_heads, c.positional == "rope", c.style, c.score,
+                     c.dropout) for _ in range(c.n_layers)
+        ])
         self.norm = RMSNorm(c.d_model) if c.style == "llama" else nn.LayerNorm(c.d_model)
         self.out = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.apply(self._init)
@@ -218,8 +226,10 @@ class GPT(nn.Module):
             if start + T > self.config.max_len:
                 raise ValueError(f"positions up to {start + T - 1}, but max_len={self.config.max_len}")
             positions = torch.arange(start, start + T, device=tokens.device)         # (T,)
-            # the sinusoids are scaled to the embeddings' initial size (std 0.02), or they would drown the tokens
-            x = x + (self.pos_embed(positions) if self.config.positional == "learned" else 0.02 * self.pe[positions])
+            # the sinusoids are scaled to the embeddings' initial size (std 0.02), or they would drown the
+            # tokens
+            x = x + (self.pos_embed(positions) if self.config.positional == "learned" else 0.02 *
+                     self.pe[positions])
         x = self.drop(x)
         for i, block in enumerate(self.blocks):
             x = block(x, caches[i] if caches else None)
@@ -231,9 +241,9 @@ def param_count(config: GPTConfig) -> int:
     from course_lib.params import decoder_only_param_count
 
     llama = config.style == "llama"
-    n = decoder_only_param_count(config.vocab_size, config.d_model, config.n_layers, config.d_ff, config.n_heads,
-                                 config.n_kv_heads, norm="rms" if llama else "layer", ffn="swiglu" if llama else "mlp",
-                                 bias=not llama, tied=config.tie_output,
+    n = decoder_only_param_count(config.vocab_size, config.d_model, config.n_layers, config.d_ff,
+                                 config.n_heads, config.n_kv_heads, norm="rms" if llama else "layer",
+                                 ffn="swiglu" if llama else "mlp", bias=not llama, tied=config.tie_output,
                                  max_len=config.max_len if config.positional == "learned" else 0)
     additive = config.n_layers * config.d_model if config.score == "additive" else 0  # one v per head
     return n + additive
@@ -262,5 +272,7 @@ class CountingModel(nn.Module):
         return self.model(tokens, caches=caches)
 
 
-__all__ = ["CausalSelfAttention", "CountingModel", "GPT", "GPTBlock", "GPTConfig", "KVCache", "MLP", "RMSNorm",
-           "SwiGLU", "param_count"]
+__all__ = [
+    "CausalSelfAttention", "CountingModel", "GPT", "GPTBlock", "GPTConfig", "KVCache", "MLP", "RMSNorm",
+    "SwiGLU", "param_count"
+]

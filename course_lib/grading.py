@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import math
-import re
-import types
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
-from torch.overrides import TorchFunctionMode
+
+from course_lib.guards import bind, forbid  # notebooks import them from here
 
 # Every public spelling of the same operation, so that one name in forbid() closes every door.
 SOFTMAX = (
@@ -38,7 +36,6 @@ SDPA = ("torch.nn.functional.scaled_dot_product_attention",)
 MULTIHEAD = ("torch.nn.MultiheadAttention.forward", "torch.nn.functional.multi_head_attention_forward")
 
 
-_MISSING = object()  # marks an attribute that forbid() found only on a base class
 
 
 class GradingError(AssertionError):
@@ -118,7 +115,8 @@ def check_close(
     if check_dtype and have.dtype != want.dtype:
         _fail(exercise, f"{name}: expected dtype {want.dtype}, got dtype {have.dtype}")
     if have.is_complex() or want.is_complex():
-        have, want = torch.view_as_real(have.to(torch.complex128)), torch.view_as_real(want.to(torch.complex128))
+        have, want = torch.view_as_real(have.to(torch.complex128)), torch.view_as_real(
+            want.to(torch.complex128))
     have64, want64 = have.to(torch.float64).cpu(), want.to(torch.float64).cpu()
     bad_nan = torch.isnan(have64) & ~torch.isnan(want64)
     if bad_nan.any():
@@ -139,179 +137,6 @@ def check_close(
         ))
 
 
-def resolve_dotted(dotted: str) -> tuple[Any, str]:
-    """Split ``"torch.nn.RNN.forward"`` into the object that owns the attribute and its name."""
-    parts = dotted.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        try:
-            owner = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attribute in parts[cut:-1]:
-            owner = getattr(owner, attribute)
-        if not hasattr(owner, parts[-1]):
-            raise AttributeError(f"forbid(): {dotted} does not exist")
-        return owner, parts[-1]
-    raise ImportError(f"forbid(): cannot import any module of {dotted}")
-
-
-def _words(name: str) -> tuple[str, ...]:
-    """``RNNCell`` -> ("rnn", "cell"), ``scaled_dot_product_attention`` -> ("scaled", "dot", "product", "attention")."""
-    return tuple(w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z]|\d|_|$)|[A-Z]?[a-z]+|\d+", name))
-
-
-def kernel_words(owner: Any, attribute: str) -> tuple[str, ...]:
-    """The words a torch kernel behind a forbidden name has in its own name: the kernels behind
-    ``nn.RNNCell.forward`` are ``rnn_tanh_cell`` and ``rnn_relu_cell`` ("rnn", "cell"), behind
-    ``F.cross_entropy`` ``cross_entropy_loss``, behind ``torch.softmax`` ``_softmax`` and
-    ``log_softmax``. A module's forward is named by its class, a function or a tensor method by its
-    own name; a constructor or any other method has no kernel (it is blocked where it is defined).
-    Nothing of course_lib: its references are not in a grader's sandbox at all."""
-    module = getattr(owner, "__module__", None) if isinstance(owner, type) else getattr(owner, "__name__", "")
-    if not str(module or "").startswith("torch"):
-        return ()
-    if isinstance(owner, type) and owner is not torch.Tensor:
-        return _words(owner.__name__) if attribute == "forward" and issubclass(owner, torch.nn.Module) else ()
-    return _words(attribute)
-
-
-def spellings(owner: Any, attribute: str) -> list[tuple[Any, str]]:
-    """Where a forbidden attribute must be replaced: its owner, and for a constructor every base class
-    below ``nn.Module`` that defines one too (``nn.RNN(...)`` builds its weights in
-    ``nn.RNNBase.__init__``, which a student could call on an object made with ``__new__``)."""
-    found = [(owner, attribute)]
-    if isinstance(owner, type) and attribute == "__init__" and issubclass(owner, torch.nn.Module):
-        found += [(base, attribute) for base in owner.__mro__[1:owner.__mro__.index(torch.nn.Module)]
-                  if attribute in vars(base)]
-    return found
-
-
-def _normalised(name: str) -> str:
-    return name.split(".")[0].replace("_", "").lower()
-
-
-class KernelBlock(TorchFunctionMode):
-    """Refuses every torch function (``torch.X``, ``torch._VF.X``, ``torch._C._VariableFunctions.X``,
-    ``torch.ops.aten.X`` and its overloads, tensor methods, ``torch.nn.functional.X``) whose name
-    holds all the words of a forbidden kernel, however the student's code got hold of it: a name
-    captured before the check runs is still the same kernel when it is called."""
-
-    def __init__(self, rules: list[tuple[str, tuple[str, ...]]], exercise: str):
-        super().__init__()
-        self.rules = [(dotted, tuple(w.replace("_", "") for w in words)) for dotted, words in rules if words]
-        self.exercise = exercise
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "") or ""
-        flat = _normalised(name)
-        for dotted, words in self.rules:
-            if all(word in flat for word in words):
-                raise ForbiddenCallError(f"[{self.exercise}] your code called {name.split('.')[0]}, a kernel of "
-                                         f"{dotted}, which this exercise asks you to write yourself")
-        return func(*args, **(kwargs or {}))
-
-
-def _blocked_code(dotted: str, exercise: str, free: int) -> types.CodeType:
-    """The code of a function that refuses to run: swapped into a forbidden Python function, it also
-    stops the aliases taken before the check (``_init = nn.RNNBase.__init__``). A function's code can
-    only be swapped for code with as many free variables (``super()`` makes one): the refusal names
-    that many, unused."""
-    message = f"[{exercise}] your code called {dotted}, which this exercise asks you to write yourself"
-    names = [f"_free{i}" for i in range(free)]
-    source = ("def outer():\n" + "".join(f"    {name} = None\n" for name in names)
-              + "    def blocked(*args, **kwargs):\n        from course_lib.grading import ForbiddenCallError\n"
-              + f"        raise ForbiddenCallError({message!r})\n" + "".join(f"        {name}\n" for name in names)
-              + "    return blocked\n")
-    space: dict[str, Any] = {}
-    exec(compile(source, "<forbid>", "exec"), space)
-    return space["outer"]().__code__
-
-
-def _function(value: Any) -> Any:
-    return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
-
-
-@contextlib.contextmanager
-def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
-    """Make the named functions raise :class:`ForbiddenCallError` inside the ``with`` block.
-
-    Used around a student's function to check it implements the idea rather than calling
-    torch's version (or course_lib's reference) of the same thing. Every spelling is closed: the
-    attribute itself (and, for a constructor, the base classes' that build the same thing), the code
-    of a Python function (so an alias taken before the block refuses too), and the torch kernels
-    behind the name (:class:`KernelBlock`). Everything is restored on exit.
-    """
-    saved: list[tuple[Any, str, Any]] = []
-    swapped: list[tuple[types.FunctionType, types.CodeType]] = []
-    rules: list[tuple[str, tuple[str, ...]]] = []
-
-    def blocker(dotted: str):
-        def blocked(*args: Any, **kwargs: Any) -> Any:
-            raise ForbiddenCallError(
-                f"[{exercise}] your code called {dotted}, which this exercise asks you to write yourself"
-            )
-        return blocked
-
-    mode = None
-    try:
-        for dotted in dotted_names:
-            owner, attribute = resolve_dotted(dotted)
-            rules.append((dotted, kernel_words(owner, attribute)))
-            for where, name in spellings(owner, attribute):
-                original = where.__dict__.get(name, _MISSING) if isinstance(where, type) else getattr(where, name)
-                function = _function(original)
-                # course_lib's own references are not swapped: a check binds them as the correct version
-                # of an earlier exercise (bind(globals(), ngrams=course_lib.bleu.ngrams)) while it
-                # forbids their names, and the grader's sandbox holds none of this assignment's.
-                if isinstance(function, types.FunctionType) and not function.__module__.startswith("course_lib") \
-                        and all(function is not f for f, _ in swapped):
-                    swapped.append((function, function.__code__))
-                    function.__code__ = _blocked_code(dotted, exercise, len(function.__code__.co_freevars))
-                saved.append((where, name, original))
-                setattr(where, name, blocker(dotted))
-        if any(words for _, words in rules):
-            mode = KernelBlock(rules, exercise)
-            mode.__enter__()
-        yield
-    finally:
-        if mode is not None:
-            mode.__exit__(None, None, None)
-        for function, code in reversed(swapped):
-            function.__code__ = code
-        for owner, attribute, original in reversed(saved):
-            if original is _MISSING:
-                delattr(owner, attribute)  # the attribute was inherited: uncover the base class's again
-            else:
-                setattr(owner, attribute, original)
-
-
-@contextlib.contextmanager
-def bind(namespace: dict, **objects: Any) -> Iterator[None]:
-    """Bind ``namespace[name] = object`` for each keyword inside the ``with`` block, then undo it.
-
-    One bug costs one exercise: while a graded cell checks exercise k, the other graded names that
-    k calls (the student's ``softmax`` inside their ``masked_softmax``, say) are bound to course_lib's
-    reference versions, so a wrong earlier answer cannot fail a later exercise::
-
-        with bind(globals(), softmax=course_lib.attention.softmax):
-            got = masked_softmax(scores, mask)       # calls the reference softmax
-
-    On exit every name gets its previous object back, and a name that did not exist before is
-    deleted again, even when the block raised. ``namespace`` is the notebook's ``globals()``: the
-    functions and classes a notebook defines look their helpers up there when they run.
-    """
-    saved = {name: namespace.get(name, _MISSING) for name in objects}
-    try:
-        namespace.update(objects)
-        yield
-    finally:
-        for name, previous in saved.items():
-            if previous is _MISSING:
-                namespace.pop(name, None)
-            else:
-                namespace[name] = previous
-
-
 def check_number(exercise: str, got: Any, kind: type, name: str = "output") -> None:
     """``got`` must be the Python number the contract names: ``int`` (a Python int: not a bool, not a
     float such as 6.0, not a NumPy integer) or ``float`` (a Python float or int, NumPy's float64
@@ -325,7 +150,9 @@ def check_number(exercise: str, got: Any, kind: type, name: str = "output") -> N
     else:
         raise ValueError(f"check_number(): kind must be int or float, not {kind!r}")
     if not ok:
-        advice = " (convert it with .item() or float(...))" if kind is float else " (convert it with int(...))"
+        advice = (
+            " (convert it with .item() or float(...))" if kind is float else (" (convert it with int(...))")
+        )
         _fail(exercise, f"{name}: expected {wanted}, got {_type_name(got)} {_short(got)}{advice}")
 
 
@@ -339,7 +166,9 @@ def check_dtype(exercise: str, got: Any, dtype: torch.dtype, name: str = "output
 
 def _type_name(value: Any) -> str:
     kind = type(value)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+    return (
+        kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+    )
 
 
 def _short(value: Any) -> str:
@@ -378,24 +207,40 @@ def _first_change(before: Any, after: Any, path: str) -> str | None:
         if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
             return f"{path} is now {_describe(after)}, it was {_describe(before)}"
         now = after.detach()
-        same = (now == before) | (now.isnan() & before.isnan()) if before.is_floating_point() else now == before
+        same = (
+            (now == before) | (now.isnan() & before.isnan()) if before.is_floating_point() else now == before
+        )
         if bool(same.all()):
             return None
         where = tuple(int(i) for i in (~same).nonzero()[0])
-        return f"{path}[{', '.join(map(str, where))}] was {before[where].item():.6g}, it is now {now[where].item():.6g}"
+        return (
+            f"{path}[{', '.join(map(str, where))}] was {before[where].item():.6g}, it is now "
+            f"{now[where].item():.6g}"
+        )
     if isinstance(before, np.ndarray):
         return None if np.array_equal(before, after, equal_nan=True) else f"{path}'s values changed"
     if isinstance(before, _Container):
         items = before.items
         if isinstance(items, list):
             if not isinstance(after, (list, tuple)) or len(after) != len(items):
-                return f"{path} had {len(items)} items, it now has {len(after) if hasattr(after, '__len__') else 'none'}"
-            return next((c for i, (b, a) in enumerate(zip(items, after)) if (c := _first_change(b, a, f"{path}[{i}]"))),
-                        None)
+                return (
+                    f"{path} had {len(items)} items, it now has "
+                    f"{len(after) if hasattr(after, '__len__') else 'none'}"
+                )
+            return next(
+                (
+                    c
+                    for i, (b, a) in enumerate(zip(items, after))
+                    if (c := _first_change(b, a, f"{path}[{i}]"))
+                ),
+                None,
+            )
         if isinstance(items, dict):
             if not isinstance(after, dict) or set(after) != set(items):
                 return f"{path}'s keys changed"
-            return next((c for k, b in items.items() if (c := _first_change(b, after[k], f"{path}[{k!r}]"))), None)
+            return next(
+                (c for k, b in items.items() if (c := _first_change(b, after[k], f"{path}[{k!r}]"))), None
+            )
         return None if after == items else f"{path} changed"
     if isinstance(before, (bool, int, float, str, bytes, type(None))):
         return None if after == before or (before != before and after != after) else f"{path} changed"
@@ -416,9 +261,12 @@ def unchanged(exercise: str, **arguments: Any) -> Iterator[None]:
     for name, value in arguments.items():
         change = _first_change(before[name], value, name)
         if change:
-            _fail(exercise, f"your function changed its argument {name} in place ({change}); the contract leaves "
-                            f"its arguments unchanged: compute on a copy (x = x / t instead of x /= t, masked_fill "
-                            f"instead of masked_fill_, no item assignment into an argument)")
+            _fail(
+                exercise,
+                f"your function changed its argument {name} in place ({change}); the contract leaves "
+                f"its arguments unchanged: compute on a copy (x = x / t instead of x /= t, masked_fill "
+                f"instead of masked_fill_, no item assignment into an argument)",
+            )
 
 
 def frequency_tolerance(n: int, p: float, false_failure: float) -> float:
@@ -426,41 +274,76 @@ def frequency_tolerance(n: int, p: float, false_failure: float) -> float:
     from ``p`` with probability at most ``false_failure``: Bernstein's inequality,
     P(|f - p| ≥ t) ≤ 2·exp(-n t² / (2 p(1-p) + 2t/3)), solved for t."""
     spread = math.log(2.0 / false_failure) / n
-    return spread / 3.0 + math.sqrt(spread ** 2 / 9.0 + 2.0 * spread * p * (1.0 - p))
+    return spread / 3.0 + math.sqrt(spread**2 / 9.0 + 2.0 * spread * p * (1.0 - p))
 
 
-def check_frequencies(exercise: str, draws: Any, expected: Sequence[float], *, false_failure: float = 1e-6,
-                      name: str = "samples") -> None:
+def check_frequencies(
+    exercise: str,
+    draws: Any,
+    expected: Sequence[float],
+    *,
+    false_failure: float = 1e-6,
+    name: str = "samples",
+) -> None:
     """``draws`` (n independent draws of token ids) must follow the distribution ``expected`` (V
     probabilities): no draw of a token of probability 0, and every token's frequency within the
     Bernstein bound for ``false_failure`` divided among the V tokens. So an answer that samples the
     right distribution fails with probability below ``false_failure``, whatever its way of drawing
     (the checks seed the random state, so a given answer passes or fails every time)."""
-    if not isinstance(draws, torch.Tensor) or draws.dim() != 1 or draws.is_floating_point() or draws.is_complex():
+    if (
+        not isinstance(draws, torch.Tensor)
+        or draws.dim() != 1
+        or draws.is_floating_point()
+        or draws.is_complex()
+    ):
         _fail(exercise, f"{name}: expected a 1-d tensor of token ids, got {_describe(draws)}")
     want = torch.as_tensor(expected, dtype=torch.float64)
     V, n = want.numel(), draws.numel()
     if bool(((draws < 0) | (draws >= V)).any()):
-        _fail(exercise, f"{name}: token ids must be in 0..{V - 1}, got {sorted(set(draws[(draws < 0) | (draws >= V)].tolist()))[:5]}")
+        _fail(
+            exercise,
+            f"{name}: token ids must be in 0..{V - 1}, got "
+            f"{sorted(set(draws[(draws < 0) | (draws >= V)].tolist()))[:5]}",
+        )
     counts = torch.bincount(draws.long(), minlength=V).double()
     banned = (want == 0) & (counts > 0)
     if bool(banned.any()):
         tokens = banned.nonzero()[:, 0].tolist()
-        _fail(exercise, f"{name}: tokens {tokens} have probability 0 (they must be filtered out) but were drawn "
-                        f"{int(counts[banned].sum())} times in {n}")
+        _fail(
+            exercise,
+            f"{name}: tokens {tokens} have probability 0 (they must be filtered out) but were drawn "
+            f"{int(counts[banned].sum())} times in {n}",
+        )
     freq = counts / n
-    allowed = torch.tensor([frequency_tolerance(n, float(p), false_failure / V) for p in want], dtype=torch.float64)
+    allowed = torch.tensor(
+        [frequency_tolerance(n, float(p), false_failure / V) for p in want], dtype=torch.float64
+    )
     off = (freq - want).abs() > allowed
     if bool(off.any()):
         i = int(off.nonzero()[0])
-        _fail(exercise, f"{name}: token {i} was drawn with frequency {freq[i]:.4f} in {n} draws, expected "
-                        f"probability {want[i]:.4f} (allowed ±{allowed[i]:.4f}, a bound a correct answer exceeds "
-                        f"with probability below {false_failure:g}); frequencies {[round(f, 3) for f in freq.tolist()]}, "
-                        f"expected {[round(p, 3) for p in want.tolist()]}")
+        _fail(
+            exercise,
+            f"{name}: token {i} was drawn with frequency {freq[i]:.4f} in {n} draws, expected "
+            f"probability {want[i]:.4f} (allowed ±{allowed[i]:.4f}, a bound a correct answer exceeds "
+            f"with probability below {false_failure:g}); frequencies {[round(f, 3) for f in freq.tolist()]}, "
+            f"expected {[round(p, 3) for p in want.tolist()]}",
+        )
 
 
 __all__ = [
-    "GradingError", "ForbiddenCallError", "check", "check_shape", "check_close", "forbid", "bind",
-    "check_number", "check_dtype", "unchanged", "check_frequencies", "frequency_tolerance",
-    "SOFTMAX", "SDPA", "MULTIHEAD",
+    "GradingError",
+    "ForbiddenCallError",
+    "check",
+    "check_shape",
+    "check_close",
+    "forbid",
+    "bind",
+    "check_number",
+    "check_dtype",
+    "unchanged",
+    "check_frequencies",
+    "frequency_tolerance",
+    "SOFTMAX",
+    "SDPA",
+    "MULTIHEAD",
 ]

@@ -43,8 +43,8 @@ import random
 from functools import lru_cache
 from typing import NamedTuple
 
-from course_lib.lexicon import (ADJECTIVES, BE, BE_EN, DET_NAMES, DET_WEIGHTS, DETERMINERS, NOUNS, PREPOSITIONS,
-                                PRONOUNS, VERBS)
+from course_lib.lexicon import (ADJECTIVES, BE, BE_EN, DET_NAMES, DET_WEIGHTS, DETERMINERS, NOUNS,
+                                PREPOSITIONS, PRONOUNS, VERBS)
 
 
 def _fits(tags, allowed):
@@ -58,13 +58,17 @@ def _nouns_for(allowed):
 
 @lru_cache(maxsize=None)
 def _adjectives_for(tags, pre):
-    return tuple(i for i, adjective in enumerate(ADJECTIVES) if adjective.pre == pre and _fits(tags, adjective.tags))
+    return tuple(i for i, adjective in enumerate(ADJECTIVES)
+                 if adjective.pre == pre and _fits(tags, adjective.tags))
 
 
 @lru_cache(maxsize=None)
 def _verbs_for(tags, role):
     """Verbs whose ``role`` ("subj", "obj", or "" for any) accepts a noun with ``tags``."""
-    out = [i for i, verb in enumerate(VERBS) if not role or (getattr(verb, role) and _fits(tags, getattr(verb, role)))]
+    out = [
+        i for i, verb in enumerate(VERBS)
+        if not role or (getattr(verb, role) and _fits(tags, getattr(verb, role)))
+    ]
     if BE in out:  # the copula is one verb but a frequent construction: weight it up
         out += [BE] * 5
     return tuple(out)
@@ -133,7 +137,8 @@ def _realise_np(phrase, en, fr, variant, negated=False):
     det_en, det_fr = DETERMINERS[phrase.det]
     # English: det [pre] [post] noun ("the small black cat"); a → an before a vowel
     det = det_en[(2 if negated else 1) if plural else 0]
-    first = ADJECTIVES[pre].en if pre is not None else (ADJECTIVES[post].en if post is not None else noun.en[0])
+    first = ADJECTIVES[pre].en if pre is not None else (
+        ADJECTIVES[post].en if post is not None else noun.en[0])
     en.append("an" if det == "a" and first[0] in "aeiou" else det)
     if pre is not None:
         en.append(ADJECTIVES[pre].en)
@@ -443,6 +448,7 @@ def make_sentence(*clauses, conjunction="and"):
 
 
 def realise_np(noun, adjective=None, determiner="def", number="sg", variant=0, **kwargs):
-    """``realise_np(noun="table", adjective="petit", number="pl")`` → ("the small tables", "les petites tables")."""
+    """``realise_np(noun="table", adjective="petit", number="pl")`` → ("the small tables", "les petites
+    tables")."""
     adjectives = kwargs.pop("adjectives", () if adjective is None else (adjective,))
     return realise(make_np(noun, determiner, number, adjectives, **kwargs), variant)

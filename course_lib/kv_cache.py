@@ -41,7 +41,8 @@ class AttentionCache:
 
 
 class KVCache:
-    """Per decoder layer: self-attention keys/values of the decoded prefix, cross-attention ones of the source.
+    """Per decoder layer: self-attention keys/values of the decoded prefix, cross-attention ones of the
+    source.
 
     ``length`` is the number of target positions already decoded (the position of the next token).
     Slots are created on first use, so the cache needs no knowledge of the model's depth.
@@ -92,10 +93,12 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         """
         h = self.n_heads
         if query is key and key is value:  # self-attention: one product for q, k and v
-            weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3 d_model, d_model)
+            weight = torch.cat([self.q_proj.weight, self.k_proj.weight,
+                                self.v_proj.weight])  # (3 d_model, d_model)
             bias = (None if self.q_proj.bias is None
                     else torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]))
-            q, k, v = (split_heads(t, h) for t in F.linear(query, weight, bias).chunk(3, dim=-1))  # (B, h, T, d_head) each
+            q, k, v = (split_heads(t, h)
+                       for t in F.linear(query, weight, bias).chunk(3, dim=-1))  # (B, h, T, d_head) each
         elif static_kv and cache is not None and cache.k is not None:
             q, k, v = split_heads(self.q_proj(query), h), None, None  # keys/values come from the cache
         else:
@@ -110,7 +113,8 @@ class CachedMultiHeadAttention(MultiHeadAttention):
             if k is None:
                 k, v = cache.k, cache.v
             elif not static_kv and cache.k is not None:
-                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)  # (B, h, T_past + T_q, d_head)
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v],
+                                                                 dim=2)  # (B, h, T_past + T_q, d_head)
             cache.k, cache.v = k, v
         p = self.dropout if self.training else 0.0
         if not (need_weights or self.keep_weights):
@@ -118,7 +122,8 @@ class CachedMultiHeadAttention(MultiHeadAttention):
                                                  is_causal=is_causal and mask is None)  # (B, h, T_q, d_head)
             return self.out_proj(merge_heads(out)), None  # (B, T_q, d_model)
         if is_causal and mask is None:
-            mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()  # (T_q, T_k)
+            mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool,
+                              device=q.device).tril()  # (T_q, T_k)
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, h, T_q, T_k)
         weights = masked_softmax(scores, mask)
         out = F.dropout(weights, p) @ v  # (B, h, T_q, d_head)

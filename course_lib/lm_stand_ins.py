@@ -41,7 +41,8 @@ class _Mixer(nn.Module):
 class StandInLM(nn.Module):
     """Token + position embeddings, ``n_layers`` mixers, LayerNorm, output layer (tied by default)."""
 
-    def __init__(self, vocab_size: int = 11, d: int = 16, n_layers: int = 2, max_len: int = 64, tie: bool = True):
+    def __init__(self, vocab_size: int = 11, d: int = 16, n_layers: int = 2, max_len: int = 64,
+                 tie: bool = True):
         super().__init__()
         self.tok_embed = nn.Embedding(vocab_size, d)
         self.pos_embed = nn.Embedding(max_len, d)

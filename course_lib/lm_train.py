@@ -12,7 +12,8 @@ long it will take before it starts. With ``checkpoint=path`` it saves everything
 on (weights, AdamW's moments, the batch sampler's and dropout's random states, the step, the history)
 when it stops, after
 ``stop_after`` updates or at the end; ``resume=True`` continues from that file, and the continued run
-is bit-for-bit the run that never stopped. The result depends on the config and the seed, not on the machine's speed
+is bit-for-bit the run that never stopped. The result depends on the config and the seed, not on the machine's
+speed
 (the same arithmetic gives the same numbers; another thread count or CPU can change their last digits).
 """
 from __future__ import annotations
@@ -98,7 +99,8 @@ class LMTrainConfig:
     clip: float = 1.0                 # global gradient-norm clip
     eval_every: int = 250             # validation every this many steps (and at the end)
     eval_batches: int = 10            # validation windows = eval_batches × batch_size
-    max_minutes: float | None = None  # safety net, off by default: stop, saying so, after this much training time
+    # safety net, off by default: stop, saying so, after this much training time
+    max_minutes: float | None = None
     seed: int = 0                     # seeds the batch sampler
 
 
@@ -107,9 +109,10 @@ class LMHistory:
     step: list[int] = field(default_factory=list)          # steps at which the losses below were taken
     train_loss: list[float] = field(default_factory=list)  # training loss (mean since the last record)
     valid_loss: list[float] = field(default_factory=list)  # validation loss on fixed windows
-    seconds: list[float] = field(default_factory=list)     # measured: wall time since the start (evaluation excluded)
-    tokens_per_s: float = 0.0                               # measured: training tokens per second over the run
-    stopped_early: str | None = None                        # the safety net's line if it ended the run, else None
+    seconds: list[float] = field(
+        default_factory=list)  # measured: wall time since the start (evaluation excluded)
+    tokens_per_s: float = 0.0  # measured: training tokens per second over the run
+    stopped_early: str | None = None  # the safety net's line if it ended the run, else None
 
 
 def estimate_lm_time(model: nn.Module, train_ids: torch.Tensor, cfg: LMTrainConfig, probe_updates: int = 8,
@@ -131,7 +134,8 @@ def estimate_lm_time(model: nn.Module, train_ids: torch.Tensor, cfg: LMTrainConf
 
 def save_training(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, generator: torch.Generator,
                   step: int, history: LMHistory, running: float, count: int, spent: float) -> Path:
-    """A checkpoint (``course_lib.checkpoints``) of a run stopped after ``step`` updates, to resume exactly."""
+    """A checkpoint (``course_lib.checkpoints``) of a run stopped after ``step`` updates, to resume
+    exactly."""
     from course_lib.checkpoints import save_checkpoint
 
     config = getattr(model, "config", None)
@@ -144,7 +148,8 @@ def save_training(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer
 
 def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor, cfg: LMTrainConfig,
              progress: bool = True, step_fn=None, clock: Clock = time.perf_counter,
-             checkpoint: str | Path | None = None, stop_after: int | None = None, resume: bool = False) -> LMHistory:
+             checkpoint: str | Path | None = None, stop_after: int | None = None,
+             resume: bool = False) -> LMHistory:
     """The loop of the module docstring with course_lib's reference pieces (or ``step_fn``), for
     ``cfg.steps`` updates. ``clock`` only measures (seconds, tokens/s); ``cfg.max_minutes``, when set,
     is a safety net that stops the run with one line saying so (``LMHistory.stopped_early``).
@@ -186,10 +191,14 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
         if step < cfg.steps - 1 and cfg.max_minutes is not None and spent >= 60 * cfg.max_minutes:
             history.stopped_early = safety_net_message(cfg.max_minutes, step + 1, cfg.steps, spent / 60)
         last = step == cfg.steps - 1 or history.stopped_early is not None
-        if (step + 1) % cfg.eval_every == 0 or last:  # a pause (stop_after) is not an evaluation: resuming changes nothing
+        if (
+                step + 1
+        # a pause (stop_after) is not an evaluation: resuming changes nothing
+        ) % cfg.eval_every == 0 or last:
             history.step.append(step + 1)
             history.train_loss.append(running / count)
-            history.valid_loss.append(estimate_loss(model, valid_ids, cfg.context, cfg.batch_size, cfg.eval_batches))
+            history.valid_loss.append(
+                estimate_loss(model, valid_ids, cfg.context, cfg.batch_size, cfg.eval_batches))
             history.seconds.append(spent)
             bar.set_postfix(train=f"{running / count:.3f}", valid=f"{history.valid_loss[-1]:.3f}")
             running, count = 0.0, 0
@@ -206,5 +215,7 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, valid_ids: torch.Tensor,
     return history
 
 
-__all__ = ["LMHistory", "LMTrainConfig", "configure_optimizer", "cosine_lr", "estimate_lm_time", "estimate_loss",
-           "save_training", "train_lm", "train_step"]
+__all__ = [
+    "LMHistory", "LMTrainConfig", "configure_optimizer", "cosine_lr", "estimate_lm_time", "estimate_loss",
+    "save_training", "train_lm", "train_step"
+]

@@ -37,7 +37,8 @@ def ngram_nats_per_token(train_ids: torch.Tensor, valid_ids: torch.Tensor, order
     if order < 1 or alpha <= 0:
         raise ValueError(f"need order >= 1 and alpha > 0, got order={order}, alpha={alpha}")
     if vocab_size ** order > MAX_TABLE:
-        raise ValueError(f"V ** order = {vocab_size ** order:,} counts is too large a table (at most {MAX_TABLE:,})")
+        raise ValueError(
+            f"V ** order = {vocab_size ** order:,} counts is too large a table (at most {MAX_TABLE:,})")
     if len(valid_ids) < order:
         raise ValueError(f"{len(valid_ids)} validation tokens cannot fill one {order}-gram")
     train_ids, valid_ids = train_ids.cpu(), valid_ids.cpu()
@@ -60,7 +61,8 @@ class NgramBaselines:
 def ngram_baselines(train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab_size: int,
                     alpha: float = 0.1) -> NgramBaselines:
     """The unigram, bigram and trigram lines of ``ngram_nats_per_token`` on one split."""
-    unigram, bigram, trigram = (ngram_nats_per_token(train_ids, valid_ids, n, vocab_size, alpha) for n in (1, 2, 3))
+    unigram, bigram, trigram = (ngram_nats_per_token(train_ids, valid_ids, n, vocab_size, alpha)
+                                for n in (1, 2, 3))
     return NgramBaselines(unigram, bigram, trigram, alpha)
 
 

@@ -85,10 +85,12 @@ class _Layer(nn.Module):
         self.ln1, self.ln2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.proj = nn.Linear(cfg.d_model, cfg.d_model)
-        self.ffn = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(), nn.Linear(cfg.d_ff, cfg.d_model))
+        self.ffn = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff), nn.GELU(),
+                                 nn.Linear(cfg.d_ff, cfg.d_model))
 
     def attention(self, x: torch.Tensor, rotate: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """x: (B, T, d_model) -> (B, T, d_model), bidirectional; ``rotate`` (RoPE or the identity) on q and k."""
+        """x: (B, T, d_model) -> (B, T, d_model), bidirectional; ``rotate`` (RoPE or the identity) on q and
+        k."""
         B, T, d = x.shape
         qkv = self.qkv(x).view(B, T, 3, self.n_heads, d // self.n_heads)  # (B, T, 3, h, d_head)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # (3, B, h, T, d_head): each (B, h, T, d_head)
@@ -142,7 +144,8 @@ def accuracy_by_position(model: OrderEncoder, length: int, n: int = 512, batch_s
     correct = torch.zeros(length)
     with eval_mode(model):
         for start in range(0, n, batch_size):
-            inputs, targets = shift_batch(min(batch_size, n - start), length, cfg.vocab_size, cfg.offset, generator)
+            inputs, targets = shift_batch(min(batch_size, n - start), length, cfg.vocab_size, cfg.offset,
+                                          generator)
             predicted = model(inputs.to(device)).argmax(dim=-1).cpu()  # (B, T)
             correct += (predicted == targets).sum(dim=0)  # (T,); never true where the target is IGNORE
     result = correct / n

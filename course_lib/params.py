@@ -86,10 +86,14 @@ def decoder_only_param_count(vocab_size: int, d_model: int, n_layers: int, d_ff:
 # The LLaMA models' published sizes (Touvron et al. 2023, table 2) beside Llama-style configurations.
 LLAMA_TABLE = [
     # published size, dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size
-    dict(published=6.7e9, dim=4096, hidden_dim=11008, n_layers=32, n_heads=32, n_kv_heads=32, vocab_size=32000),
-    dict(published=13.0e9, dim=5120, hidden_dim=13824, n_layers=40, n_heads=40, n_kv_heads=40, vocab_size=32000),
-    dict(published=32.5e9, dim=6656, hidden_dim=17920, n_layers=60, n_heads=52, n_kv_heads=52, vocab_size=32000),
-    dict(published=65.2e9, dim=8192, hidden_dim=22016, n_layers=80, n_heads=64, n_kv_heads=8, vocab_size=32000),
+    dict(published=6.7e9, dim=4096, hidden_dim=11008, n_layers=32, n_heads=32, n_kv_heads=32,
+         vocab_size=32000),
+    dict(published=13.0e9, dim=5120, hidden_dim=13824, n_layers=40, n_heads=40, n_kv_heads=40,
+         vocab_size=32000),
+    dict(published=32.5e9, dim=6656, hidden_dim=17920, n_layers=60, n_heads=52, n_kv_heads=52,
+         vocab_size=32000),
+    dict(published=65.2e9, dim=8192, hidden_dim=22016, n_layers=80, n_heads=64, n_kv_heads=8,
+         vocab_size=32000),
 ]
 
 

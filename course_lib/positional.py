@@ -29,7 +29,8 @@ KINDS = ("none", "sinusoidal", "learned", "rope")
 
 def _check_even(d: int, what: str) -> None:
     if d <= 0 or d % 2:
-        raise ValueError(f"{what} must be a positive even number (dimensions come in (sin, cos) pairs), got {d}")
+        raise ValueError(
+            f"{what} must be a positive even number (dimensions come in (sin, cos) pairs), got {d}")
 
 
 def _frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
@@ -38,7 +39,8 @@ def _frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     return torch.exp(-math.log(base) * two_i / d)
 
 
-def sinusoidal_positional_encoding(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def sinusoidal_positional_encoding(max_len: int, d_model: int,
+                                   dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """The paper's table: PE[pos, 2i] = sin(pos·ω_i), PE[pos, 2i+1] = cos(pos·ω_i), ω_i = 10000^(-2i/d_model).
 
     Returns PE: (max_len, d_model); row ``pos`` encodes position ``pos`` (counting from 0).
@@ -145,7 +147,8 @@ class PositionalEncoding(nn.Module):
     "learned" raises ``ValueError`` past ``max_len``.
     """
 
-    def __init__(self, kind: str, d_model: int, max_len: int, d_head: int | None = None, base: float = 10000.0):
+    def __init__(self, kind: str, d_model: int, max_len: int, d_head: int | None = None,
+                 base: float = 10000.0):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -167,8 +170,10 @@ class PositionalEncoding(nn.Module):
         if self.kind != "sinusoidal":
             return x
         last = _last_position(x.shape[-2], positions)
-        table = self.pe if last < len(self.pe) else sinusoidal_positional_encoding(last + 1, x.shape[-1]).to(x.device)
-        return x + (table[: x.shape[-2]] if positions is None else table[positions]).to(x.dtype)  # (B, T, d_model)
+        table = self.pe if last < len(self.pe) else sinusoidal_positional_encoding(last + 1, x.shape[-1]).to(
+            x.device)
+        return x + (table[:x.shape[-2]] if positions is None else table[positions]).to(
+            x.dtype)  # (B, T, d_model)
 
     def rotate(self, t: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         if self.kind != "rope":

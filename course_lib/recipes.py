@@ -34,11 +34,14 @@ from course_lib.train import History, linear_warmup, pick_device, train
 # training, in updates (the schedule is defined over them, so the model does not depend on the speed;
 # each laptop notebook is sized for at most 5 minutes on 2 idle CPU cores, measured in
 # benchmarks/README.md); n_test/n_long: sentences of test/test_long scored with BLEU. No profile
-# has a time limit: `course train --minutes` (max_minutes) adds one as a safety net that says when it stops a run.
+# has a time limit: `course train --minutes` (max_minutes) adds one as a safety net that says when it stops a
+# run.
 _RNN_HP = {
     "smoke": dict(n_train=2_000, max_tokens=2_000, steps=40, lr=3e-3, warmup=100, n_test=100, n_long=20),
-    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_500, lr=3e-3, warmup=100, n_test=1_000, n_long=300),
-    "gpu": dict(n_train=200_000, max_tokens=16_000, steps=3_000, lr=1e-3, warmup=100, n_test=2_000, n_long=500),
+    "laptop": dict(n_train=100_000, max_tokens=3_000, steps=1_500, lr=3e-3, warmup=100, n_test=1_000,
+                   n_long=300),
+    "gpu": dict(n_train=200_000, max_tokens=16_000, steps=3_000, lr=1e-3, warmup=100, n_test=2_000,
+                n_long=500),
 }
 # The Transformer (notebook 05) adds the paper's recipe: Adam(0.9, 0.98), the warm-up schedule
 # noam_lr scaled by lr_factor, label smoothing; on a GPU bf16 autocast and torch.compile. The notebook
@@ -66,7 +69,9 @@ _ATTENTION_RNN_HP = {
     "gpu": dict(n_train=200_000, max_tokens=12_000, steps=3_000, lr=1e-3, warmup=100, n_test=2_000,
                 n_long=500, baseline_steps=1_000, max_len=None),
 }
-HPARAMS: dict[str, dict[str, dict]] = {"rnn": _RNN_HP, "attention-rnn": _ATTENTION_RNN_HP, "transformer": _TRANSFORMER_HP}
+HPARAMS: dict[str, dict[str, dict]] = {
+    "rnn": _RNN_HP, "attention-rnn": _ATTENTION_RNN_HP, "transformer": _TRANSFORMER_HP
+}
 
 
 @dataclass(frozen=True)
@@ -81,14 +86,18 @@ class Recipe:
     decode: str  # "module:function", decode(model, src, max_len) -> ids
 
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (
-    Recipe("rnn", "01_rnn_baselines", "seq2seq.pt", "course_lib.rnn:Seq2SeqRNN",
-           "course_lib.rnn:SEQ2SEQ_PRESETS", "course_lib.rnn:greedy_decode"),
-    Recipe("attention-rnn", "02_attention", "seq2seq_attention.pt", "course_lib.attention_rnn:Seq2SeqAttentionRNN",
-           "course_lib.attention_rnn:ATTENTION_RNN_PRESETS", "course_lib.rnn:greedy_decode"),
-    Recipe("transformer", "05_transformer", "transformer.pt", "course_lib.transformer:Transformer",
-           "course_lib.transformer:TRANSFORMER_PRESETS", "course_lib.transformer:greedy_decode"),
-)}
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe("rnn", "01_rnn_baselines", "seq2seq.pt", "course_lib.rnn:Seq2SeqRNN",
+               "course_lib.rnn:SEQ2SEQ_PRESETS", "course_lib.rnn:greedy_decode"),
+        Recipe("attention-rnn", "02_attention", "seq2seq_attention.pt",
+               "course_lib.attention_rnn:Seq2SeqAttentionRNN",
+               "course_lib.attention_rnn:ATTENTION_RNN_PRESETS", "course_lib.rnn:greedy_decode"),
+        Recipe("transformer", "05_transformer", "transformer.pt", "course_lib.transformer:Transformer",
+               "course_lib.transformer:TRANSFORMER_PRESETS", "course_lib.transformer:greedy_decode"),
+    )
+}
 
 
 def resolve(path: str) -> Any:
@@ -110,7 +119,8 @@ def build(name: str, src_vocab_size: int, tgt_vocab_size: int, profile: str | No
           **config_overrides) -> tuple[nn.Module, Any]:
     """The model of recipe ``name`` with its profile's preset config: (model, config)."""
     preset = course_lib.by_profile(resolve(RECIPES[name].presets), profile)
-    cfg = dataclasses.replace(preset, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **config_overrides)
+    cfg = dataclasses.replace(preset, src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+                              **config_overrides)
     return resolve(RECIPES[name].model)(cfg), cfg
 
 
@@ -122,8 +132,11 @@ def loss_function(hp: dict) -> Callable[[nn.Module, Any], torch.Tensor]:
 
     def loss(model: nn.Module, batch) -> torch.Tensor:
         logits = model(batch.src, batch.tgt_in)                                                  # (B, T, V)
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch.tgt_out.reshape(-1),  # (B*T, V)
-                               ignore_index=PAD_ID, label_smoothing=eps)
+        return F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(),
+            batch.tgt_out.reshape(-1),  # (B*T, V)
+            ignore_index=PAD_ID,
+            label_smoothing=eps)
 
     return loss
 
@@ -136,7 +149,8 @@ def optimizer_and_schedule(name: str, model: nn.Module, cfg: Any, hp: dict
         return torch.optim.Adam(model.parameters(), lr=hp["lr"]), linear_warmup(hp["warmup"])
     from course_lib.transformer import noam_lr
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)  # lr = the multiplier
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98),
+                                 eps=1e-9)  # lr = the multiplier
     return optimizer, lambda step: noam_lr(step + 1, cfg.d_model, hp["warmup"], hp["lr_factor"])
 
 
@@ -159,10 +173,10 @@ def training_data(hp: dict) -> TranslationData:
     return TranslationData.from_pairs(translation_pairs("train", n=hp["n_train"]))
 
 
-def fit(name: str, profile: str | None = None, *, hp: dict | None = None, device: torch.device | str | None = None,
-        progress: bool = True, batches: Iterable | None = None, data: TranslationData | None = None,
-        wrap: Callable[[nn.Module], nn.Module] | None = None, config: dict | None = None,
-        **overrides) -> TrainedRun:
+def fit(name: str, profile: str | None = None, *, hp: dict | None = None,
+        device: torch.device | str | None = None, progress: bool = True, batches: Iterable | None = None,
+        data: TranslationData | None = None, wrap: Callable[[nn.Module], nn.Module] | None = None,
+        config: dict | None = None, **overrides) -> TrainedRun:
     """Build and train recipe ``name`` with its profile's hyperparameters (``overrides`` replace some),
     or with ``hp`` as given (a dict from ``hparams``); ``config`` replaces fields of the profile's
     model preset (e.g. ``{"positional": "rope"}``).
@@ -202,8 +216,10 @@ def evaluate(run: TrainedRun, device: torch.device | str | None = None) -> dict:
         metrics[f"bleu_{split}"] = round(score.score, 2)
         if split == "test":
             metrics["bleu_signature"] = score.signature
-            metrics["bleu_by_length"] = [{**row, "bleu": None if row["bleu"] is None else round(row["bleu"], 2)}
-                                         for row in bleu_by_length(sources, hyps, refs)]
+            metrics["bleu_by_length"] = [
+                {**row, "bleu": None if row["bleu"] is None else round(row["bleu"], 2)}
+                for row in bleu_by_length(sources, hyps, refs)
+            ]
     return metrics
 
 
@@ -230,5 +246,7 @@ def save(run: TrainedRun, metrics: dict, directory: Path | None = None) -> tuple
     return checkpoint, results
 
 
-__all__ = ["HPARAMS", "RECIPES", "Recipe", "TrainedRun", "build", "evaluate", "fit", "hparams", "loss_function",
-           "optimizer_and_schedule", "resolve", "save", "training_data"]
+__all__ = [
+    "HPARAMS", "RECIPES", "Recipe", "TrainedRun", "build", "evaluate", "fit", "hparams", "loss_function",
+    "optimizer_and_schedule", "resolve", "save", "training_data"
+]

@@ -40,15 +40,16 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
     probs = logits.softmax(dim=-1)                                                     # (B, V)
     if top_p is not None and top_p < 1.0:
         sorted_p, order = probs.sort(dim=-1, descending=True, stable=True)             # (B, V) each
-        keep_sorted = sorted_p.cumsum(dim=-1) - sorted_p < top_p                       # predecessors' total < p
-        keep = keep_sorted.scatter(-1, order, keep_sorted)                             # back to vocabulary order
+        keep_sorted = sorted_p.cumsum(dim=-1) - sorted_p < top_p  # predecessors' total < p
+        keep = keep_sorted.scatter(-1, order, keep_sorted)  # back to vocabulary order
         probs = probs * keep
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]                     # (B,)
 
 
 def trained_context(model) -> int | None:
-    """The longest sequence ``model`` was trained on (``model.config.max_len``), or None if it does not say."""
+    """The longest sequence ``model`` was trained on (``model.config.max_len``), or None if it does not
+    say."""
     return getattr(getattr(model, "config", None), "max_len", None)
 
 
@@ -56,8 +57,9 @@ def check_context(model, length: int) -> None:
     """Raise ValueError if ``length`` positions do not fit in the context ``model`` was trained on."""
     context = trained_context(model)
     if context is not None and length > context:
-        raise ValueError(f"{length} positions, but the model was trained on windows of {context}: ask for at most "
-                         f"{context} positions in all (prompt + new tokens), or crop the prompt")
+        raise ValueError(
+            f"{length} positions, but the model was trained on windows of {context}: ask for at most "
+            f"{context} positions in all (prompt + new tokens), or crop the prompt")
 
 
 @torch.no_grad()

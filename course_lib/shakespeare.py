@@ -64,12 +64,14 @@ def sdist_path(folder: Path | None = None, verify: bool = True) -> Path:
     if not path.is_file():
         raise DataMissingError(f"{path} not found: the Shakespeare data is fetched once by {SETUP_COMMAND}")
     if verify and sha256(path) != SHA256:
-        raise DataMissingError(f"{path} has the wrong SHA-256 (corrupt download?): delete it and run {SETUP_COMMAND}")
+        raise DataMissingError(
+            f"{path} has the wrong SHA-256 (corrupt download?): delete it and run {SETUP_COMMAND}")
     return path
 
 
 _START = re.compile(r"^\*\*\*\s*START OF (THIS|THE) PROJECT GUTENBERG.*$", re.I | re.M)
-_END = re.compile(r"^(\*\*\*\s*END OF (THIS|THE) PROJECT GUTENBERG|End of (the )?Project Gutenberg).*$", re.I | re.M)
+_END = re.compile(r"^(\*\*\*\s*END OF (THIS|THE) PROJECT GUTENBERG|End of (the )?Project Gutenberg).*$",
+                  re.I | re.M)
 
 
 def strip_gutenberg(text: str) -> str:
@@ -161,7 +163,7 @@ def random_windows(data: torch.Tensor, batch_size: int, context: int,
     # indices where the generator draws them (a CPU generator can index data on any device)
     device = generator.device if generator is not None else data.device
     starts = torch.randint(0, len(data) - context, (batch_size,), generator=generator, device=device)  # (B,)
-    offsets = torch.arange(context + 1, device=device)                                                 # (T+1,)
+    offsets = torch.arange(context + 1, device=device)  # (T+1,)
     windows = data[starts[:, None] + offsets]                                          # (B, T+1)
     return windows[:, :-1], windows[:, 1:]
 

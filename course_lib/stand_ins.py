@@ -18,7 +18,8 @@ from .text import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
 class ScriptedStepModel(nn.Module):
-    """01's interface: ``encode(src) -> state``, ``decode(tokens (B, 1), state) -> (logits (B, 1, V), state)``.
+    """01's interface: ``encode(src) -> state``, ``decode(tokens (B, 1), state) -> (logits (B, 1, V),
+    state)``.
 
     Row b answers ``script[b][t]`` at step t when it was fed its own previous answer (<bos> at step
     0), and <unk> otherwise. ``calls`` counts the decode calls.
@@ -37,14 +38,16 @@ class ScriptedStepModel(nn.Module):
         B = self.script.shape[0]
         check("greedy_decode", tuple(tokens.shape) == (B, 1),
               f"feed the decoder one token per row and step, shape (B, 1); got shape {tuple(tokens.shape)}")
-        rows, last = torch.arange(B), self.script.shape[1] - 1  # past its end, the script repeats its last token
+        rows, last = torch.arange(
+            B), self.script.shape[1] - 1  # past its end, the script repeats its last token
         previous = torch.where(step == 0, BOS_ID, self.script[rows, (step - 1).clamp(0, last)])        # (B,)
         answer = torch.where(tokens[:, 0].cpu() == previous, self.script[rows, step.clamp(max=last)], UNK_ID)
         return F.one_hot(answer, self.vocab_size).float().unsqueeze(1), step + 1                # (B, 1, V)
 
 
 class ScriptedPrefixModel(nn.Module):
-    """05's interface: ``encode(src) -> memory (B, S, d)``, ``decode(tgt_in (B, t), memory, src_mask) -> logits (B, t, V)``.
+    """05's interface: ``encode(src) -> memory (B, S, d)``, ``decode(tgt_in (B, t), memory, src_mask) ->
+    logits (B, t, V)``.
 
     Row b answers ``script[b][t-1]`` when fed <bos> and its own first t-1 answers (a row that has
     already produced <eos> may be fed anything after it), and <unk> otherwise. ``calls`` counts the

@@ -1,6 +1,7 @@
 """The training loop, its time estimate, and device choice.
 
-    print(estimate_time(model, batches, loss_fn, optimizer, steps=2000))   # "about 3.1 min on this machine ..."
+    print(estimate_time(model, batches, loss_fn, optimizer, steps=2000))   # "about 3.1 min on this machine
+    ..."
     history = train(model, batches, loss_fn, optimizer, steps=2000, schedule=linear_warmup(200))
     with eval_mode(model):   # dropout off, restored on exit even if the body raises
         ...
@@ -65,7 +66,8 @@ class History:
 
     ``step``, ``loss``, ``grad_norm``, ``lr`` and ``eval`` are the run's result: they depend on the
     seed, the data and ``steps``, not on the machine's speed or load (another thread count or CPU
-    can change the last digits of the arithmetic). ``tokens_per_s`` and ``minutes`` measure this machine's speed.
+    can change the last digits of the arithmetic). ``tokens_per_s`` and ``minutes`` measure this machine's
+    speed.
     """
 
     step: list[int] = field(default_factory=list)  # updates done when logged
@@ -75,7 +77,8 @@ class History:
     tokens_per_s: list[float] = field(default_factory=list)  # measured: target tokens processed per second
     eval: list[dict] = field(default_factory=list)  # {"step": ..., **on_eval(model, step)}
     minutes: float = 0.0  # measured: wall-clock time of the whole run
-    stopped_early: str | None = None  # the line saying why the run ended before ``steps`` (the safety net), or None
+    # the line saying why the run ended before ``steps`` (the safety net), or None
+    stopped_early: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,12 @@ def time_updates(update: Callable[[int], Any], updates: int, *, probe_updates: i
 def safety_net_message(max_minutes: float, step: int, steps: int, minutes: float) -> str:
     """The one line a run stopped by its time limit prints: what happened, and what fits this machine."""
     needed = minutes * steps / max(step, 1)
-    return (f"stopped by the {max_minutes:g}-minute safety net after {step} of {steps} updates: this is not the "
-            f"{steps}-update result. This machine needs about {needed:.0f} min for all of them: allow that much "
-            "(max_minutes; `course train --minutes`), or choose a profile with fewer updates (COURSE_PROFILE=smoke)")
+    return (
+        f"stopped by the {max_minutes:g}-minute safety net after {step} of {steps} updates: this is not the "
+        f"{steps}-update result. This machine needs about {needed:.0f} min for all of them: allow that much "
+        "(max_minutes; `course train --minutes`), or choose a profile with fewer updates "
+        "(COURSE_PROFILE=smoke)"
+    )
 
 
 def linear_warmup(warmup: int) -> Callable[[int], float]:
@@ -151,7 +157,8 @@ def _update(model: torch.nn.Module, batch: Any, loss_fn: Callable[[torch.nn.Modu
             optimizer: torch.optim.Optimizer, clip_norm: float | None, device: torch.device,
             autocast_dtype: torch.dtype | None) -> tuple[torch.Tensor, torch.Tensor]:
     """One update on ``batch`` (already on ``device``): (loss, gradient norm before clipping), on device."""
-    with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype is not None):
+    with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype
+                        is not None):
         loss = loss_fn(model, batch)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -166,10 +173,11 @@ def _check_autocast(autocast_dtype: torch.dtype | None) -> None:
         raise ValueError("use torch.bfloat16: float16 would need a gradient scaler")
 
 
-def estimate_time(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
-                  optimizer: torch.optim.Optimizer, *, steps: int, probe_updates: int = 8,
-                  clip_norm: float | None = 1.0, device: torch.device | str | None = None,
-                  autocast_dtype: torch.dtype | None = None, clock: Clock = time.perf_counter) -> TimeEstimate:
+def estimate_time(model: torch.nn.Module, batches: Iterable,
+                  loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor], optimizer: torch.optim.Optimizer,
+                  *, steps: int, probe_updates: int = 8, clip_norm: float | None = 1.0,
+                  device: torch.device | str | None = None, autocast_dtype: torch.dtype | None = None,
+                  clock: Clock = time.perf_counter) -> TimeEstimate:
     """How long ``train`` with these arguments will take for ``steps`` updates on this machine.
 
     Times updates of a *copy* of ``model`` and ``optimizer`` on the first batches of a shallow copy of
@@ -180,14 +188,19 @@ def estimate_time(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[
     """
     _check_autocast(autocast_dtype)
     device = torch.device(device) if device is not None else pick_device()
-    probe_model, probe_optimizer = copy.deepcopy((model, optimizer))  # one copy: the optimizer keeps its parameters
+    probe_model, probe_optimizer = copy.deepcopy(
+        (model, optimizer))  # one copy: the optimizer keeps its parameters
     probe_model.to(device).train()
     sample = [_to(batch, device) for batch in itertools.islice(iter(copy.copy(batches)), probe_updates + 1)]
     if not sample:
         raise ValueError("batches yielded nothing: is the dataset empty?")
-    return time_updates(lambda i: _update(probe_model, sample[i % len(sample)], loss_fn, probe_optimizer, clip_norm,
-                                          device, autocast_dtype)[0].item(),  # .item(): wait for the device
-                        steps, probe_updates=probe_updates, device=device, clock=clock)
+    return time_updates(
+        lambda i: _update(probe_model, sample[i % len(sample)], loss_fn, probe_optimizer, clip_norm, device,
+                          autocast_dtype)[0].item(),  # .item(): wait for the device
+        steps,
+        probe_updates=probe_updates,
+        device=device,
+        clock=clock)
 
 
 def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn.Module, Any], torch.Tensor],
@@ -195,7 +208,8 @@ def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn
           schedule: Callable[[int], float] | None = None, clip_norm: float | None = 1.0,
           device: torch.device | str | None = None, progress: bool = True,
           on_eval: Callable[[torch.nn.Module, int], dict] | None = None, eval_every: int | None = None,
-          log_every: int = 10, autocast_dtype: torch.dtype | None = None, clock: Clock = time.perf_counter) -> History:
+          log_every: int = 10, autocast_dtype: torch.dtype | None = None,
+          clock: Clock = time.perf_counter) -> History:
     """Train ``model`` for ``steps`` updates, epoch after epoch.
 
     Each update: ``loss = loss_fn(model, batch)``, backward, clip the global gradient norm to
@@ -240,7 +254,8 @@ def train(model: torch.nn.Module, batches: Iterable, loss_fn: Callable[[torch.nn
                 for group in optimizer.param_groups:
                     group["lr"] = group["initial_lr"] * schedule(step)
             tokens += _n_tokens(batch)
-            loss, norm = _update(model, _to(batch, device), loss_fn, optimizer, clip_norm, device, autocast_dtype)
+            loss, norm = _update(model, _to(batch, device), loss_fn, optimizer, clip_norm, device,
+                                 autocast_dtype)
             step += 1
             loss_sum = loss_sum + loss.detach().float()
             norm_sum = norm_sum + norm.detach().float()

@@ -65,9 +65,12 @@ class TransformerConfig:
 # measured BLEU and minutes are benchmarks/README.md's (benchmarks/transformer.py). The gpu row is the
 # paper's base model (Vaswani et al. 2017, table 3).
 TRANSFORMER_PRESETS: dict[str, TransformerConfig] = {
-    "smoke": TransformerConfig(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0),
-    "laptop": TransformerConfig(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0),
-    "gpu": TransformerConfig(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6, dropout=0.1),
+    "smoke": TransformerConfig(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1,
+                               dropout=0.0),
+    "laptop": TransformerConfig(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=2, n_decoder_layers=2,
+                                dropout=0.0),
+    "gpu": TransformerConfig(d_model=512, n_heads=8, d_ff=2048, n_encoder_layers=6, n_decoder_layers=6,
+                             dropout=0.1),
 }
 
 
@@ -128,7 +131,8 @@ class DecoderLayer(nn.Module):
         self.self_attn = CachedMultiHeadAttention(d_model, n_heads, dropout)
         self.cross_attn = CachedMultiHeadAttention(d_model, n_heads, dropout)
         self.ff = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(
+            d_model)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, tgt_mask: torch.Tensor | None = None,
@@ -154,7 +158,8 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Embeddings (× √d_model) + positions -> encoder stack; the same for the target -> decoder stack -> logits.
+    """Embeddings (× √d_model) + positions -> encoder stack; the same for the target -> decoder stack ->
+    logits.
 
     Attributes ``src_embed``, ``tgt_embed`` (``nn.Embedding``), ``positional``
     (``course_lib.positional.PositionalEncoding``, shared by both stacks), ``encoder_layers``,
@@ -190,9 +195,11 @@ class Transformer(nn.Module):
             self.out.weight = self.tgt_embed.weight
 
     def _embed(self, embedding: nn.Embedding, tokens: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """tokens: (B, T) -> dropout(embedding · √d_model + positions offset .. offset+T-1): (B, T, d_model)."""
+        """tokens: (B, T) -> dropout(embedding · √d_model + positions offset .. offset+T-1): (B, T,
+        d_model)."""
         x = embedding(tokens) * math.sqrt(self.cfg.d_model)
-        positions = None if offset == 0 else torch.arange(offset, offset + tokens.shape[1], device=tokens.device)
+        positions = None if offset == 0 else torch.arange(offset, offset +
+                                                          tokens.shape[1], device=tokens.device)
         return self.dropout(self.positional(x, positions))
 
     def _rotation(self, offset: int, T: int):
@@ -226,7 +233,8 @@ class Transformer(nn.Module):
         causal = offset == 0 and T > 1
         tgt_mask = None
         if offset > 0 and T > 1:
-            tgt_mask = torch.ones(T, offset + T, dtype=torch.bool, device=tgt_in.device).tril(diagonal=offset)  # (T, offset + T)
+            tgt_mask = torch.ones(T, offset + T, dtype=torch.bool,
+                                  device=tgt_in.device).tril(diagonal=offset)  # (T, offset + T)
         for i, layer in enumerate(self.decoder_layers):
             x = layer(x, memory, tgt_mask, src_mask, causal=causal, rotate_q=rotate, rotate_k=rotate,
                       cache=cache.layer(i) if cache is not None else None)

@@ -1,4 +1,5 @@
-"""The instructor's tooling behind the ``course`` command (``pip install ".[instructor]"``); notebooks never import it.
+"""The instructor's tooling behind the ``course`` command (``pip install ".[instructor]"``); notebooks never
+import it.
 
 Folders by concern: :mod:`.publishing` (release, build, slides, provenance), :mod:`.grading` (the
 trusted grader, and in :mod:`.grading.sandboxed` everything that runs inside a student's sandbox),

@@ -29,9 +29,10 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     build.add_argument("--profile", choices=PROFILES,
                        help="default: course_lib.profile() (laptop without CUDA, gpu with it)")
-    build.add_argument("--cell-timeout", type=float, default=900, metavar="S",
-                       help="seconds one cell may run before its notebook is stopped and reported (default: 900); "
-                            "on a slow machine give more, or use --profile smoke")
+    build.add_argument(
+        "--cell-timeout", type=float, default=900, metavar="S",
+        help="seconds one cell may run before its notebook is stopped and reported (default: 900); "
+        "on a slow machine give more, or use --profile smoke")
 
     slides = steps.add_parser("slides", help="the solutions as offline reveal.js lecture decks plus an index")
     slides.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
@@ -40,30 +41,36 @@ def _parser() -> argparse.ArgumentParser:
     slides.add_argument("--profile", choices=PROFILES,
                         help="profile to execute in, unless build/executed/ holds a fresh copy from it "
                              "(default: course_lib.profile())")
-    slides.add_argument("--pdf", action="store_true", help="also print each deck to PDF with headless Chromium")
+    slides.add_argument("--pdf", action="store_true",
+                        help="also print each deck to PDF with headless Chromium")
     slides.add_argument("--cell-timeout", type=float, default=900, metavar="S",
                         help="seconds one cell may run when a notebook must be executed (default: 900)")
-    provenance = steps.add_parser("provenance", help="numbers in the prose of executed notebooks that no output, "
-                                                     "code or source label backs (a report for a person)")
+    provenance = steps.add_parser(
+        "provenance", help="numbers in the prose of executed notebooks that no output, "
+        "code or source label backs (a report for a person)")
     provenance.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
-    provenance.add_argument("--executed", metavar="DIR",
-                            help="folder of executed notebooks (default: build/executed, written by `course build`)")
+    provenance.add_argument(
+        "--executed", metavar="DIR",
+        help="folder of executed notebooks (default: build/executed, written by `course build`)")
     _grading_steps(steps)
     from course_tools.classroom.late import add_parsers as add_late_parsers
 
     add_late_parsers(steps)
-    explain = steps.add_parser("explain", help="every check of one student's grading, hidden inputs and values "
-                                               "included: for the instructor, from the grading record")
+    explain = steps.add_parser(
+        "explain", help="every check of one student's grading, hidden inputs and values "
+        "included: for the instructor, from the grading record")
     explain.add_argument("student", metavar="STUDENT")
     explain.add_argument("assignment", metavar="ASSIGNMENT")
-    explain.add_argument("--html", metavar="PATH", help="the page (default build/explain/ASSIGNMENT/STUDENT.html)")
+    explain.add_argument("--html", metavar="PATH",
+                         help="the page (default build/explain/ASSIGNMENT/STUDENT.html)")
     _hub_steps(steps)
     from course_tools.publishing.train_cmd import add_parser as add_train_parser
 
     add_train_parser(steps)
     # Listed for --help only: main() hands every argument after "bench" to the benchmark runner.
-    steps.add_parser("bench", help="measure the performance targets into benchmarks/results/ and the table of "
-                                   "benchmarks/README.md (`course bench --help`: python -m benchmarks)")
+    steps.add_parser(
+        "bench", help="measure the performance targets into benchmarks/results/ and the table of "
+        "benchmarks/README.md (`course bench --help`: python -m benchmarks)")
     return parser
 
 
@@ -78,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return train_command(arguments)
         root = find_root()
-        with private_by_default(root):  # access.py: the course folder stays private but for its public entries
+        with private_by_default(
+                root):  # access.py: the course folder stays private but for its public entries
             return _step(arguments, root)
     except CourseError as error:
         print(f"course: error: {error}", file=sys.stderr)
@@ -98,7 +106,8 @@ def _step(arguments: argparse.Namespace, root) -> int:
 
         from course_tools.grading.explain import explain
 
-        return explain(root, arguments.assignment, arguments.student, Path(arguments.html) if arguments.html else None)
+        return explain(root, arguments.assignment, arguments.student,
+                       Path(arguments.html) if arguments.html else None)
     if arguments.step in ("due", "extend"):
         from course_tools.classroom.late import run_step
 
@@ -134,7 +143,8 @@ def _step(arguments: argparse.Namespace, root) -> int:
     from course_lib import profile
     from course_tools.publishing.build import build
 
-    return 0 if build(root, selected, arguments.profile or profile(), cell_timeout=arguments.cell_timeout) else 1
+    return 0 if build(root, selected, arguments.profile or profile(),
+                      cell_timeout=arguments.cell_timeout) else 1
 
 
 def _bench(arguments: list[str]) -> int:
@@ -159,65 +169,80 @@ def _bench(arguments: list[str]) -> int:
 
 
 def _grading_steps(steps: argparse._SubParsersAction) -> None:
-    """autograde, sample, grades and feedback: course_tools.grading.autograde, .sample, .grades and .feedback."""
+    """autograde, sample, grades and feedback: course_tools.grading.autograde, .sample, .grades and
+    .feedback."""
     from course_tools.grading.limits import Limits
 
     default = Limits()
-    autograde = steps.add_parser("autograde", help="grade submitted/<student>/<assignment>/, each student sandboxed")
+    autograde = steps.add_parser("autograde",
+                                 help="grade submitted/<student>/<assignment>/, each student sandboxed")
     autograde.add_argument("assignment", metavar="ASSIGNMENT")
     autograde.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
     autograde.add_argument("--jobs", type=int, default=1, metavar="N",
                            help="sandboxes run at once (default 1; the grader compares results meanwhile)")
-    autograde.add_argument("--regrade", action="store_true",
-                           help="grade every student again; by default a rerun (say, after an interruption) keeps "
-                                "the grades of submissions unchanged since they were graded by the same tests")
-    autograde.add_argument("--cell-timeout", type=float, metavar="S",
-                           help="CPU seconds per cell or check (default: Execute.timeout of nbgrader_config.py)")
-    autograde.add_argument("--timeout", type=float, default=default.student_s, metavar="S",
-                           help="CPU seconds for all of one student's runs together, the re-runs of checks with "
-                                f"corrected dependencies included (default {default.student_s:g}); wall-clock time "
-                                "is only a backstop, at three times a limit and 10 s")
+    autograde.add_argument(
+        "--regrade", action="store_true",
+        help="grade every student again; by default a rerun (say, after an interruption) keeps "
+        "the grades of submissions unchanged since they were graded by the same tests")
+    autograde.add_argument(
+        "--cell-timeout", type=float, metavar="S",
+        help="CPU seconds per cell or check (default: Execute.timeout of nbgrader_config.py)")
+    autograde.add_argument(
+        "--timeout", type=float, default=default.student_s, metavar="S",
+        help="CPU seconds for all of one student's runs together, the re-runs of checks with "
+        f"corrected dependencies included (default {default.student_s:g}); wall-clock time "
+        "is only a backstop, at three times a limit and 10 s")
     autograde.add_argument("--memory", type=float, default=default.memory_bytes / 2**30, metavar="GIB",
                            help=f"memory per student in GiB (default {default.memory_bytes / 2**30:g})")
-    autograde.add_argument("--unsafe-no-sandbox", action="store_true",
-                           help="without bubblewrap: resource limits only, no isolation (trusted notebooks only)")
+    autograde.add_argument(
+        "--unsafe-no-sandbox", action="store_true",
+        help="without bubblewrap: resource limits only, no isolation (trusted notebooks only)")
 
     grades = steps.add_parser("grades", help="every student's status and score per assignment")
     grades.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
     grades.add_argument("--csv", metavar="PATH", help="also write them to this CSV file")
-    grades.add_argument("--format", choices=("csv", "canvas", "moodle"), default="csv",
-                        help="csv: the table (default); canvas: Canvas's gradebook import CSV; moodle: Moodle's "
-                             "offline grading worksheet, one per assignment")
-    grades.add_argument("--out", metavar="PATH", help="canvas: the CSV file (default build/grades/canvas.csv); "
-                                                      "moodle: the folder (default build/grades/moodle)")
-    grades.add_argument("--per-exercise", action="store_true", help="canvas, moodle: one more column per exercise")
-    grades.add_argument("--roster", metavar="FILE", help="columns student_id, name, email, canvas_id, sis_user_id, "
-                                                         "sis_login_id, section, moodle_identifier (default: the "
-                                                         "course's students.csv, when there is one)")
+    grades.add_argument(
+        "--format", choices=("csv", "canvas", "moodle"), default="csv",
+        help="csv: the table (default); canvas: Canvas's gradebook import CSV; moodle: Moodle's "
+        "offline grading worksheet, one per assignment")
+    grades.add_argument(
+        "--out", metavar="PATH", help="canvas: the CSV file (default build/grades/canvas.csv); "
+        "moodle: the folder (default build/grades/moodle)")
+    grades.add_argument("--per-exercise", action="store_true",
+                        help="canvas, moodle: one more column per exercise")
+    grades.add_argument(
+        "--roster", metavar="FILE", help="columns student_id, name, email, canvas_id, sis_user_id, "
+        "sis_login_id, section, moodle_identifier (default: the "
+        "course's students.csv, when there is one)")
     grades.add_argument("--lms-file", metavar="FILE", help="a sheet exported from Canvas or Moodle to fill: "
                                                            "its rows and columns are kept")
 
-    similarity = steps.add_parser("similarity", help="pairs of submissions whose answer cells are suspiciously "
-                                                     "alike, with an HTML report")
+    similarity = steps.add_parser(
+        "similarity", help="pairs of submissions whose answer cells are suspiciously "
+        "alike, with an HTML report")
     similarity.add_argument("assignment", metavar="ASSIGNMENT")
     similarity.add_argument("--threshold", type=float, default=None, metavar="T",
                             help="flag pairs scoring at least T, between 0 and 1 (default 0.5)")
-    similarity.add_argument("--out", metavar="FOLDER",
-                            help="report folder, relative to the course (default build/similarity/ASSIGNMENT)")
+    similarity.add_argument(
+        "--out", metavar="FOLDER",
+        help="report folder, relative to the course (default build/similarity/ASSIGNMENT)")
 
-    sample = steps.add_parser("sample", help="autograde a sample class (each solution: full marks; each release: "
-                                             "none) in a scratch copy of the course")
+    sample = steps.add_parser(
+        "sample", help="autograde a sample class (each solution: full marks; each release: "
+        "none) in a scratch copy of the course")
     sample.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
-    sample.add_argument("--out", default="build/sample",
-                        help="the scratch course, relative to the course, replaced each run (default: build/sample)")
+    sample.add_argument(
+        "--out", default="build/sample",
+        help="the scratch course, relative to the course, replaced each run (default: build/sample)")
     sample.add_argument("--jobs", type=int, default=1, metavar="N", help="sandboxes run at once (default 1)")
 
     feedback = steps.add_parser("feedback", help="write feedback/<student>/<assignment>/<assignment>.html")
     feedback.add_argument("assignment", metavar="ASSIGNMENT")
     feedback.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
-    feedback.add_argument("--release", action="store_true",
-                          help="also release the pages to nbgrader's exchange: students fetch them in the hub's "
-                               "Assignments tab")
+    feedback.add_argument(
+        "--release", action="store_true",
+        help="also release the pages to nbgrader's exchange: students fetch them in the hub's "
+        "Assignments tab")
 
 
 def _grading(arguments: argparse.Namespace, root) -> int:
@@ -227,7 +252,8 @@ def _grading(arguments: argparse.Namespace, root) -> int:
         limits = limits_for(root, cell_s=arguments.cell_timeout, student_s=arguments.timeout,
                             memory_bytes=int(arguments.memory * 2**30))
         results = autograde(root, arguments.assignment, arguments.student, jobs=max(1, arguments.jobs),
-                            limits=limits, isolated=not arguments.unsafe_no_sandbox, regrade=arguments.regrade)
+                            limits=limits, isolated=not arguments.unsafe_no_sandbox,
+                            regrade=arguments.regrade)
         return 1 if needs_attention(results) else 0
     if arguments.step == "sample":
         from course_tools.publishing.sample import sample
@@ -242,7 +268,8 @@ def _grading(arguments: argparse.Namespace, root) -> int:
 
         roster = Path(arguments.roster) if arguments.roster else root / ROSTER
         return export_lms(root, assignments(root, arguments.assignments), arguments.format,
-                          root / arguments.out if arguments.out else None, per_exercise=arguments.per_exercise,
+                          root / arguments.out if arguments.out else None,
+                          per_exercise=arguments.per_exercise,
                           roster=roster if arguments.roster or roster.is_file() else None,
                           lms_file=Path(arguments.lms_file) if arguments.lms_file else None)
     if arguments.step == "grades":
@@ -261,26 +288,32 @@ def _grading(arguments: argparse.Namespace, root) -> int:
     if arguments.release:
         from course_tools.classroom.exchange import release_feedback_to_exchange
 
-        status |= release_feedback_to_exchange(assignments(root, [arguments.assignment])[0], arguments.student)
+        status |= release_feedback_to_exchange(
+            assignments(root, [arguments.assignment])[0], arguments.student)
     return status
 
 
 def _hub_steps(steps: argparse._SubParsersAction) -> None:
     """hub and collect: course_tools.classroom.hub, .exchange and .zip_collect."""
-    hub = steps.add_parser("hub", help="start the course's JupyterHub on 127.0.0.1 (deploy/jupyterhub_config.py; "
-                                       "as root: it creates the roster's accounts)")
+    hub = steps.add_parser(
+        "hub", help="start the course's JupyterHub on 127.0.0.1 (deploy/jupyterhub_config.py; "
+        "as root: it creates the roster's accounts)")
     hub.add_argument("--stop", action="store_true", help="stop it, and every user's server")
-    hub.add_argument("--port", type=int, default=8000, help="its port; it also uses the next two (default 8000)")
+    hub.add_argument("--port", type=int, default=8000,
+                     help="its port; it also uses the next two (default 8000)")
     hub.add_argument("--instructor", action="append", default=[], metavar="USER",
                      help="a Unix user who opens the course folder with the formgrader (repeatable)")
-    hub.add_argument("--python", metavar="PATH", help="the Python that runs each user's JupyterLab; it must import "
-                                                      "this course's packages and be runnable by the students "
-                                                      "(default: the one running course)")
+    hub.add_argument(
+        "--python", metavar="PATH", help="the Python that runs each user's JupyterLab; it must import "
+        "this course's packages and be runnable by the students "
+        "(default: the one running course)")
 
-    collect = steps.add_parser("collect", help="the latest submissions from nbgrader's exchange into submitted/")
+    collect = steps.add_parser("collect",
+                               help="the latest submissions from nbgrader's exchange into submitted/")
     collect.add_argument("assignment", metavar="ASSIGNMENT")
-    collect.add_argument("--zip", metavar="FILE", help="instead, a submissions archive downloaded from Canvas or "
-                                                       "Moodle, placed by students.csv; unplaced files are listed")
+    collect.add_argument(
+        "--zip", metavar="FILE", help="instead, a submissions archive downloaded from Canvas or "
+        "Moodle, placed by students.csv; unplaced files are listed")
 
 
 def _hub(arguments: argparse.Namespace, root) -> int:
@@ -292,7 +325,8 @@ def _hub(arguments: argparse.Namespace, root) -> int:
         else:
             from pathlib import Path
 
-            start_hub(root, arguments.port, arguments.instructor, Path(arguments.python) if arguments.python else None)
+            start_hub(root, arguments.port, arguments.instructor,
+                      Path(arguments.python) if arguments.python else None)
         return 0
     if arguments.zip:
         from pathlib import Path

@@ -19,7 +19,8 @@ class CourseError(Exception):
 
 @dataclass(frozen=True)
 class Assignment:
-    """One assignment: ``solutions/<id>/<id>.ipynb`` is its source, ``notebooks/<id>/<id>.ipynb`` its release."""
+    """One assignment: ``solutions/<id>/<id>.ipynb`` is its source, ``notebooks/<id>/<id>.ipynb`` its
+    release."""
 
     id: str
     root: Path
@@ -73,7 +74,11 @@ def _students(folder: Path, assignment: str) -> list[str]:
 
 def students_with_folders(root: Path) -> set[str]:
     """Everyone with a folder under ``submitted/`` or ``autograded/``, whatever the assignment."""
-    return {path.name for folder in (SUBMITTED, AUTOGRADED) for path in (root / folder).glob("*") if path.is_dir()}
+    return {
+        path.name
+        for folder in (SUBMITTED, AUTOGRADED)
+        for path in (root / folder).glob("*") if path.is_dir()
+    }
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -95,7 +100,8 @@ def assignments(root: Path, only: list[str] | None = None) -> list[Assignment]:
         return [Assignment(name, root) for name in found]
     unknown = [name for name in only if name not in found]
     if unknown:
-        raise CourseError(f"unknown assignment {', '.join(unknown)}: solutions/ has {', '.join(found) or 'none'}")
+        raise CourseError(
+            f"unknown assignment {', '.join(unknown)}: solutions/ has {', '.join(found) or 'none'}")
     return [Assignment(name, root) for name in only]
 
 

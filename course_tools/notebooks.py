@@ -35,7 +35,8 @@ def read_notebook(path: Path) -> NotebookNode:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as error:
-        raise CourseError(f"{path}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
+        raise CourseError(
+            f"{path}: not valid JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
     if not isinstance(raw, dict) or raw.get("nbformat") != 4:
         raise CourseError(f"{path}: not a Jupyter notebook in format 4")
     try:
@@ -121,4 +122,6 @@ def check_source_notebook(path: Path, notebook: NotebookNode) -> None:
         try:
             defined_names(cell.source)
         except SyntaxError as error:
-            raise CourseError(f"{path}: solution cell {nbgrader_meta(cell)['grade_id']} does not parse: {error.msg}") from None
+            raise CourseError(
+                f"{path}: solution cell {nbgrader_meta(cell)['grade_id']} does not parse: {error.msg}"
+            ) from None

@@ -51,9 +51,9 @@ class Missing(Unreadable):
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
         if test(mode):
             return name
     return "not a regular file"
@@ -93,8 +93,10 @@ def _refused(error: OSError, shown: str, name: str, dir_fd: int) -> Unreadable:
     return Unreadable(f"{shown} cannot be opened ({error.strerror or error})")
 
 
-def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None = None) -> tuple[int, os.stat_result]:
-    """``(fd, fstat)`` of the regular file ``path`` under the trusted folder ``root`` (default: its own folder).
+def open_regular(path: Path, *, root: Path | None = None,
+                 max_bytes: int | None = None) -> tuple[int, os.stat_result]:
+    """``(fd, fstat)`` of the regular file ``path`` under the trusted folder ``root`` (default: its own
+    folder).
 
     Every component below ``root`` is opened with ``O_NOFOLLOW`` relative to the one before, so no
     link is followed; the file itself with ``O_NONBLOCK`` (a FIFO cannot block) and checked with
@@ -136,7 +138,8 @@ def open_regular(path: Path, *, root: Path | None = None, max_bytes: int | None 
     return fd, info
 
 
-def read_fd(fd: int, offset: int, count: int, *, shown: str = "the file", deadline_s: float = DEADLINE_S) -> bytes:
+def read_fd(fd: int, offset: int, count: int, *, shown: str = "the file",
+            deadline_s: float = DEADLINE_S) -> bytes:
     """At most ``count`` bytes of an open file from ``offset`` (fewer at its end), within ``deadline_s``."""
     deadline = time.monotonic() + deadline_s
     chunks, got = [], 0
@@ -151,9 +154,11 @@ def read_fd(fd: int, offset: int, count: int, *, shown: str = "the file", deadli
     return b"".join(chunks)
 
 
-def read_bytes(path: Path, max_bytes: int, *, root: Path | None = None, deadline_s: float = DEADLINE_S) -> bytes:
+def read_bytes(path: Path, max_bytes: int, *, root: Path | None = None,
+               deadline_s: float = DEADLINE_S) -> bytes:
     """The whole regular file ``path`` (see :func:`open_regular`); :class:`Unreadable` when it is over
-    ``max_bytes``, which is known from ``fstat`` before anything is read (a sparse 3 GiB file costs nothing)."""
+    ``max_bytes``, which is known from ``fstat`` before anything is read (a sparse 3 GiB file costs
+    nothing)."""
     fd, info = open_regular(path, root=root, max_bytes=max_bytes)
     try:
         return read_fd(fd, 0, min(info.st_size, max_bytes), shown=Path(path).name, deadline_s=deadline_s)
@@ -263,9 +268,11 @@ def tree_bytes(folder: Path, stop_above: int | None = None) -> int:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls but newline and tab, and the invisible format characters that reorder or hide
 # text (bidi overrides and isolates, zero-width characters, the byte order mark).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _LINE_BREAKS = re.compile("[\n\t\u2028\u2029\u0085]")
-_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their full-width forms
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20"
+            )  # and their full-width forms
 _NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 
 

@@ -48,7 +48,8 @@ def student_python(folder: Path) -> Path:
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     system = Path("/usr/bin") / version
     if not system.is_file():
-        pytest.skip(f"{sys.executable} is private to root and there is no {system} to run the students' Python")
+        pytest.skip(
+            f"{sys.executable} is private to root and there is no {system} to run the students' Python")
     site_packages = next(Path(sys.prefix, "lib").glob("python3*/site-packages"))
     if not reachable_by_others(site_packages):
         pytest.skip(f"{site_packages} cannot be read by other users")
@@ -133,8 +134,8 @@ def start_students(python: Path, course: Path, steps: list[Step], together: bool
             "released": str(released) if released else None, "steps": [asdict(step) for step in steps]}
     with tempfile.NamedTemporaryFile("w", prefix="course-students-", suffix=".json", delete=False) as handle:
         json.dump(plan, handle)
-    return subprocess.Popen([str(python), str(STUDENTS), handle.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen([str(python), str(STUDENTS), handle.name], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def finish_students(process: subprocess.Popen) -> list[Done]:

@@ -22,12 +22,15 @@ import pytest
 from .system import unavailable
 
 CHROMIUM = os.environ.get("COURSE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = os.environ.get("COURSE_CHROMEDRIVER") or shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROMEDRIVER = os.environ.get("COURSE_CHROMEDRIVER") or shutil.which(
+    "chromedriver") or "/usr/bin/chromedriver"
 # Screenshots the browser tests keep for a person, outside the course (never in build/): one
 # subfolder per test, replaced by the next run.
-SCREENSHOTS = Path(os.environ.get("COURSE_TEST_SCREENSHOTS") or Path(tempfile.gettempdir()) / "course-test-screenshots")
+SCREENSHOTS = Path(
+    os.environ.get("COURSE_TEST_SCREENSHOTS") or Path(tempfile.gettempdir()) / "course-test-screenshots")
 # The page's own files, inline data, and Chromium's built-in pages (its new-tab page): no network.
-LOCAL = ("file://", "http://127.0.0.1", "data:", "blob:", "about:", "chrome:", "chrome-untrusted:", "chrome-error:")
+LOCAL = ("file://", "http://127.0.0.1", "data:", "blob:", "about:", "chrome:", "chrome-untrusted:",
+         "chrome-error:")
 
 
 def require_browser() -> None:
@@ -92,7 +95,8 @@ def free_port() -> int:
 
 
 def wait_for(driver, script: str, timeout: float = 60, *args):
-    """Poll a JavaScript expression (``args`` as ``arguments[i]``) until it returns something truthy; return it."""
+    """Poll a JavaScript expression (``args`` as ``arguments[i]``) until it returns something truthy; return
+    it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = driver.execute_script(script, *args)

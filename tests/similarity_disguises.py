@@ -98,11 +98,13 @@ def _defined_by(statement: ast.stmt) -> list[str]:
     inner = {n.id for c in ast.walk(statement) if isinstance(c, ast.comprehension) for n in ast.walk(c.target)
              if isinstance(n, ast.Name)}
     inner |= {a.arg for n in ast.walk(statement) if isinstance(n, ast.Lambda) for a in n.args.args}
-    return sorted((_names(statement, ast.Store) | _names(statement, ast.Load)) - inner - {"self", "super", "print"})
+    return sorted((_names(statement, ast.Store) | _names(statement, ast.Load)) - inner -
+                  {"self", "super", "print"})
 
 
 def dead_stores(code: str) -> str:
-    """An assignment nobody reads after every statement: constants, and values computed from live variables."""
+    """An assignment nobody reads after every statement: constants, and values computed from live
+    variables."""
     def make(i: int, statement: ast.stmt) -> list[ast.stmt]:
         live = _defined_by(statement)
         value = f"len(str({live[0]}))" if live and i % 2 else "None"
@@ -198,7 +200,8 @@ def comments_and_docstrings(code: str) -> str:
     lines = []
     for i, line in enumerate(ast.unparse(ast.fix_missing_locations(tree)).splitlines()):
         indent = line[:len(line) - len(line.lstrip())]
-        if line.strip() and not line.rstrip().endswith(("\\", ",")) and '"""' not in line and "'''" not in line:
+        if line.strip() and not line.rstrip().endswith(
+            ("\\", ",")) and '"""' not in line and "'''" not in line:
             lines.append(f"{indent}# step {i}: see the lecture")
             lines.append(f"{line}  # {'why' if i % 2 else 'this works'}")
         else:
@@ -217,7 +220,8 @@ def _independent(first: ast.stmt, second: ast.stmt) -> bool:
 
 
 def reordered(code: str) -> str:
-    """Independent statements swapped pairwise, the functions of the cell and the methods of a class reversed."""
+    """Independent statements swapped pairwise, the functions of the cell and the methods of a class
+    reversed."""
     tree = ast.parse(code)
     for block in list(_blocks(tree)):
         i = 0
@@ -316,7 +320,9 @@ def temporaries_inlined(code: str) -> str:
             i = 0
             while i + 1 < len(block):
                 statement = block[i]
-                loads = [n for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+                loads = [
+                    n for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                ]
                 if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
                         and isinstance(statement.targets[0], ast.Name):
                     name = statement.targets[0].id
@@ -366,10 +372,12 @@ class _Spelling(ast.NodeTransformer):
         function = node.func
         if isinstance(function, ast.Attribute):
             module = isinstance(function.value, ast.Name) and function.value.id in ("torch", "F", "math")
-            if function.attr == "transpose" and not module and [ast.unparse(a) for a in node.args] == ["-2", "-1"]:
+            if function.attr == "transpose" and not module and [ast.unparse(a)
+                                                                for a in node.args] == ["-2", "-1"]:
                 return ast.Attribute(function.value, "mT", ast.Load())
             if function.attr == "transpose" and not module and len(node.args) == 2:
-                return ast.Call(ast.Attribute(function.value, "swapaxes", ast.Load()), node.args, node.keywords)
+                return ast.Call(ast.Attribute(function.value, "swapaxes", ast.Load()), node.args,
+                                node.keywords)
             if function.attr == "sqrt" and module and function.value.id == "math" and len(node.args) == 1:
                 return ast.BinOp(node.args[0], ast.Pow(), ast.Constant(0.5))
             if function.attr in ("softmax", "exp", "tanh", "log_softmax") and not module:
@@ -377,7 +385,8 @@ class _Spelling(ast.NodeTransformer):
                                 [function.value, *node.args], node.keywords)
             if function.attr in ("exp", "log", "relu") and module and function.value.id in ("torch", "F") \
                     and node.args:
-                return ast.Call(ast.Attribute(node.args[0], function.attr, ast.Load()), node.args[1:], node.keywords)
+                return ast.Call(ast.Attribute(node.args[0], function.attr, ast.Load()), node.args[1:],
+                                node.keywords)
             if function.attr == "view":
                 function.attr = "reshape"
         if isinstance(function, ast.Name) and function.id == "float" \
@@ -389,8 +398,12 @@ class _Spelling(ast.NodeTransformer):
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape" and isinstance(node.ctx, ast.Load) \
-                and ast.unparse(node.slice) == "0":
+        if (
+            isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape"
+            and isinstance(node.ctx, ast.Load)
+            and ast.unparse(node.slice) == "0"
+        ):
             return ast.Call(ast.Name("len", ast.Load()), [node.value.value], [])
         return node
 
@@ -418,7 +431,9 @@ class _Spelling(ast.NodeTransformer):
     def visit_AugAssign(self, node):
         self.generic_visit(node)
         if isinstance(node.target, ast.Name):
-            return ast.Assign([node.target], ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value))
+            return ast.Assign(
+                [node.target], ast.BinOp(ast.Name(node.target.id, ast.Load()), node.op, node.value)
+            )
         return node
 
 
@@ -445,24 +460,37 @@ class _Loops(ast.NodeTransformer):
         return new
 
     def rewritten(self, statement: ast.stmt) -> list[ast.stmt]:
-        if isinstance(statement, ast.For) and isinstance(statement.target, ast.Name) \
-                and isinstance(statement.iter, ast.Name) and not statement.orelse:
+        if (
+            isinstance(statement, ast.For)
+            and isinstance(statement.target, ast.Name)
+            and isinstance(statement.iter, ast.Name)
+            and not statement.orelse
+        ):
             index = f"index_{next(self.counter)}"
             if next(self.counter) % 2:
-                loop = ast.parse(f"for {index} in range(len({statement.iter.id})):\n"
-                                 f"    {statement.target.id} = {statement.iter.id}[{index}]").body[0]
+                loop = ast.parse(
+                    f"for {index} in range(len({statement.iter.id})):\n"
+                    f"    {statement.target.id} = {statement.iter.id}[{index}]"
+                ).body[0]
                 loop.body += statement.body
                 return [loop]
             statement.target = ast.Tuple([ast.Name(index, ast.Store()), statement.target], ast.Store())
             statement.iter = ast.Call(ast.Name("enumerate", ast.Load()), [statement.iter], [])
             return [statement]
-        if isinstance(statement, ast.For) and isinstance(statement.target, ast.Name) and not statement.orelse \
-                and isinstance(statement.iter, ast.Call) and ast.unparse(statement.iter.func) == "range" \
-                and 1 <= len(statement.iter.args) <= 2 and not any(
-                    isinstance(n, ast.Continue) for n in ast.walk(statement)):
+        if (
+            isinstance(statement, ast.For)
+            and isinstance(statement.target, ast.Name)
+            and not statement.orelse
+            and isinstance(statement.iter, ast.Call)
+            and ast.unparse(statement.iter.func) == "range"
+            and 1 <= len(statement.iter.args) <= 2
+            and not any(isinstance(n, ast.Continue) for n in ast.walk(statement))
+        ):
             variable = statement.target.id
             start, stop = (["0", *map(ast.unparse, statement.iter.args)])[-2:]
-            loop = ast.parse(f"{variable} = {start}\nwhile {variable} < {stop}:\n    pass\n    {variable} += 1").body
+            loop = ast.parse(
+                f"{variable} = {start}\nwhile {variable} < {stop}:\n    pass\n    {variable} += 1"
+            ).body
             loop[1].body = [*statement.body, loop[1].body[1]]
             return loop
         if isinstance(statement, (ast.Assign, ast.Return)) and statement.value is not None:
@@ -471,12 +499,21 @@ class _Loops(ast.NodeTransformer):
                 name = f"items_{next(self.counter)}"
                 generator = value.generators[0]
                 loop = ast.parse(f"{name} = []\nfor _ in _:\n    {name}.append(_)").body
-                loop[1].target, loop[1].iter, loop[1].body[0].value.args = generator.target, generator.iter, [value.elt]
+                loop[1].target, loop[1].iter, loop[1].body[0].value.args = (
+                    generator.target,
+                    generator.iter,
+                    [value.elt],
+                )
                 statement.value = ast.Name(name, ast.Load())
                 return [*loop, statement]
-            if isinstance(value, ast.Call) and ast.unparse(value.func) == "sum" and len(value.args) == 1 \
-                    and isinstance(value.args[0], ast.GeneratorExp) and len(value.args[0].generators) == 1 \
-                    and not value.args[0].generators[0].ifs:
+            if (
+                isinstance(value, ast.Call)
+                and ast.unparse(value.func) == "sum"
+                and len(value.args) == 1
+                and isinstance(value.args[0], ast.GeneratorExp)
+                and len(value.args[0].generators) == 1
+                and not value.args[0].generators[0].ifs
+            ):
                 name = f"total_{next(self.counter)}"
                 generator = value.args[0].generators[0]
                 loop = ast.parse(f"{name} = 0\nfor _ in _:\n    {name} += _").body
@@ -498,6 +535,7 @@ def _chain(*disguises: Disguise) -> Disguise:
         for step in disguises:
             code = step(code)
         return code
+
     return disguise
 
 
@@ -518,6 +556,17 @@ DISGUISES: dict[str, Disguise] = {
     # the issue's two copies
     "issue-renamed-and-unused": issue_renamed_and_unused,
     "issue-reordered-temporaries-matmul": _chain(reordered, temporaries_introduced, operator_spelling),
-    "all-at-once": _chain(renamed, loop_forms, temporaries_introduced, reordered, operator_spelling, dead_stores,
-                          no_op_statements, unreachable_code, no_op_wrappers, unused_helpers, comments_and_docstrings),
+    "all-at-once": _chain(
+        renamed,
+        loop_forms,
+        temporaries_introduced,
+        reordered,
+        operator_spelling,
+        dead_stores,
+        no_op_statements,
+        unreachable_code,
+        no_op_wrappers,
+        unused_helpers,
+        comments_and_docstrings,
+    ),
 }

@@ -30,17 +30,22 @@ def _definition(source: str, name: str) -> str | None:
 @pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS])
 def test_catalogue_covers_every_graded_name(assignment):
     alternatives = catalogue(assignment.id)
-    thin, strangers = catalogue_gaps(assignment, [alt.target for alt in alternatives], MIN_ALTERNATIVES_PER_NAME)
-    assert not thin, f"tests/alternatives/{assignment.id}.py needs ≥{MIN_ALTERNATIVES_PER_NAME} alternatives for: {thin}"
+    thin, strangers = catalogue_gaps(assignment, [alt.target for alt in alternatives],
+                                     MIN_ALTERNATIVES_PER_NAME)
+    assert not thin, (f"tests/alternatives/{assignment.id}.py needs ≥{MIN_ALTERNATIVES_PER_NAME} "
+                      "alternatives "
+                      f"for: {thin}")
     assert not strangers, f"alternatives target names no solution cell defines: {strangers}"
     names = graded_names(assignment)
     descriptions = [(alt.target, alt.description) for alt in alternatives]
     assert len(descriptions) == len(set(descriptions)), "two alternatives of one name share a description"
     for alt in alternatives:
         mine = _definition(alt.code, alt.target)
-        assert mine is not None, f"the alternative {alt.target}: {alt.description} does not define {alt.target}"
+        assert mine is not None, (f"the alternative {alt.target}: {alt.description} does not define "
+                                  f"{alt.target}")
         solution = names[alt.target]
-        assert alt.code.strip() != solution.strip(), f"{alt.target}: {alt.description} is the solution cell itself"
+        assert alt.code.strip() != solution.strip(
+        ), f"{alt.target}: {alt.description} is the solution cell itself"
         assert mine != _definition(solution, alt.target), \
             f"{alt.target}: {alt.description} is the solution's definition (up to layout and comments)"
 
@@ -58,7 +63,8 @@ def test_every_alternative_passes_every_graded_cell(assignment):
             if failures:
                 rejected.append(f"{alt.target}: {alt.description}\n" +
                                 "\n".join(f"    {cell}: {error}" for cell, error in failures.items()))
-        assert session.first_failure() is None, "the solution no longer passes after the alternatives were undone"
+        assert session.first_failure(
+        ) is None, "the solution no longer passes after the alternatives were undone"
     finally:
         session.close()
     assert not rejected, (f"{len(rejected)} correct alternative(s) fail graded cells of {assignment.id}:\n"

@@ -96,7 +96,9 @@ def test_gradients_reach_every_parameter():
     src, tgt_in = _batch([3, 5], T=4, seed=7)
     logits = model(src, tgt_in)
     logits.logsumexp(-1).sum().backward()
-    missing = [name for name, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()]
+    missing = [
+        name for name, p in model.named_parameters() if p.grad is None or not torch.isfinite(p.grad).all()
+    ]
     assert not missing
 
 

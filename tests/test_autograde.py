@@ -117,10 +117,13 @@ def _grade_the_catalogue(root: Path) -> dict:
     # Before the batch: a student a grader already reviewed, and one on the roster who never submitted.
     url = gradebook.db_url(root)
     cells = source_cells(root / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
-    gradebook.ensure_assignment(url, ASSIGNMENT, ASSIGNMENT, {c.grade_id: c.points for c in cells if c.kind == "test"},
+    gradebook.ensure_assignment(url, ASSIGNMENT, ASSIGNMENT,
+                                {c.grade_id: c.points
+                                 for c in cells if c.kind == "test"},
                                 [c.grade_id for c in cells if c.kind == "solution"])
-    gradebook.save(url, ASSIGNMENT, ASSIGNMENT, REVIEWED, {c.grade_id: 0.0 for c in cells if c.kind == "test"},
-                   set(), None)
+    gradebook.save(url, ASSIGNMENT, ASSIGNMENT, REVIEWED,
+                   {c.grade_id: 0.0
+                    for c in cells if c.kind == "test"}, set(), None)
     from nbgrader.api import Gradebook
 
     with Gradebook(url) as book:
@@ -130,7 +133,10 @@ def _grade_the_catalogue(root: Path) -> dict:
     out = io.StringIO()
     started = time.monotonic()
     results = autograde(root, ASSIGNMENT, jobs=2, limits=LIMITS, out=out, progress=False)
-    return {"results": [asdict(r) for r in results], "table": out.getvalue(), "seconds": time.monotonic() - started}
+    return {
+        "results": [asdict(r) for r in results], "table": out.getvalue(),
+        "seconds": time.monotonic() - started
+    }
 
 
 @pytest.fixture(scope="session")
@@ -242,7 +248,8 @@ def test_grades_keep_every_status_apart(batch, tmp_path):
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
     assert (rows[number["honest"]]["status"], rows[number["honest"]]["score"]) == (GRADED, "9")
     assert (rows[number["blank"]]["status"], rows[number["blank"]]["score"]) == (GRADED, "0")
-    assert rows[number["invalid_json"]]["status"].startswith(f"{FAILED} (") and rows[number["invalid_json"]]["score"] == ""
+    assert rows[number["invalid_json"]]["status"].startswith(f"{FAILED} (") and rows[
+        number["invalid_json"]]["score"] == ""
     assert "not valid JSON" in rows[number["invalid_json"]]["status"]
     assert rows[number["pasted_reference"]]["status"].startswith(f"{REVIEW} (")
     assert rows[ABSENT]["status"] == "not submitted" and rows[ABSENT]["score"] == ""
@@ -269,7 +276,8 @@ def test_feedback_shows_messages_but_no_hidden_tests(batch):
              for name in ("honest", "unstable_softmax", "invalid_json", "rebound_checks", "hostile_text",
                           "leak_inbox")}
     assert "9 / 9" in pages["honest"]
-    assert "NaN" in pages["unstable_softmax"] and "_softmax_case((2, 3), 1.0, -1, 0)" in pages["unstable_softmax"]
+    assert "NaN" in pages["unstable_softmax"] and "_softmax_case((2, 3), 1.0, -1, 0)" in pages[
+        "unstable_softmax"]
     # each check under its exercise's name, with the student's own answer beside its outcome
     assert "Exercise 2 · softmax" in pages["unstable_softmax"] and "Exercise 7 · dropout" in pages["honest"]
     assert "e = x.exp()  # overflows for large scores" in pages["unstable_softmax"]
@@ -294,10 +302,12 @@ def test_explain_shows_the_instructor_every_call_with_its_hidden_values(batch, m
     assert lines[0].startswith(f"{student} · {ASSIGNMENT}: graded, 8 / 9")
     failed = lines.index(next(line for line in lines if line.startswith("test_double: failed, 0 / 1")))
     calls = [line.strip() for line in lines[failed + 1:] if line.startswith("  call ")][:5]
-    assert calls[0].startswith("call 1 visible double: passed") and calls[2].startswith("call 3 hidden double: failed")
+    assert calls[0].startswith("call 1 visible double: passed") and calls[2].startswith(
+        "call 3 hidden double: failed")
     assert calls[4].startswith("call 5 hidden double: failed (after the cell's first failure: not counted)")
     # the planted hidden input, the solution's result and the student's 2.5 × it
-    assert "inputs: " in text and "0.481729" in text and "expected: 0.963458" in text and "returned: 1.20432" in text
+    assert "inputs: " in text and "0.481729" in text
+    assert "expected: 0.963458" in text and "returned: 1.20432" in text
     assert "the submission's run" in text
     page = (tmp_path / "explain.html").read_text()
     assert "0.481729" in page and "For the instructor only" in page and "<script" not in page
@@ -342,15 +352,22 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
     from course_tools.grading.feedback import write_feedback
 
     assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
-    texts = {path: path.read_text(encoding="utf-8") for path in (batch.root / "feedback").glob(f"*/{ASSIGNMENT}/*.html")}
+    texts = {
+        path: path.read_text(encoding="utf-8")
+        for path in (batch.root / "feedback").glob(f"*/{ASSIGNMENT}/*.html")
+    }
     for path in (batch.root / "autograded").glob(f"*/{ASSIGNMENT}/{RECORD}"):
         record = json.loads(path.read_text(encoding="utf-8"))
         record.pop("seconds")  # a timing, whose digits may be anything
         texts[path] = json.dumps(record, ensure_ascii=False)
     assert len(texts) > 2 * len(CATALOGUE)
     planted = _planted_hidden_values()
-    found = [(str(path.relative_to(batch.root)), value) for path, text in texts.items() for value in planted
-             if value in text]
+    found = [
+        (str(path.relative_to(batch.root)), value)
+        for path, text in texts.items()
+        for value in planted
+        if value in text
+    ]
     assert not found, found[:10]
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
     stash = json.loads((batch.root / "autograded" / number["stash_hidden"] / ASSIGNMENT / RECORD).read_text())
@@ -359,6 +376,7 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
 
 
 # ---------------------------------------------------------------- the grader as an ordinary user ----
+
 
 def grade_in_order(root: str, students: list[str]) -> list[dict]:
     """Grade ``students`` one after the other in the one sandbox slot of one batch (one warm runner
@@ -420,10 +438,20 @@ def _course_for(owner: str | None, graded: Path | None = None) -> Path:
 
 
 def _as(account, *command: str, root: Path, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run([shutil.which("runuser"), "-u", account.name, "--", str(account.python), *command], cwd=root,
-                          capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": f"{account.python.parent}:/usr/bin:/bin", "HOME": str(root), "COURSE_PROFILE": "smoke",
-                               "OMP_NUM_THREADS": "1", "LANG": "C.UTF-8"})
+    return subprocess.run(
+        [shutil.which("runuser"), "-u", account.name, "--", str(account.python), *command],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={
+            "PATH": f"{account.python.parent}:/usr/bin:/bin",
+            "HOME": str(root),
+            "COURSE_PROFILE": "smoke",
+            "OMP_NUM_THREADS": "1",
+            "LANG": "C.UTF-8",
+        },
+    )
 
 
 CHANNEL = ("channel_writer", "channel_reader")
@@ -447,10 +475,18 @@ def test_no_channel_between_two_students_of_one_slot(grader, request, batch):
             shutil.chown(root / "submitted", account.name, account.name)
             for path in (root / "submitted").rglob("*"):
                 shutil.chown(path, account.name, account.name)
-            done = _as(account, "-c", "import json, sys\nsys.path.insert(0, sys.argv[1])\n"
-                       "from tests.test_autograde import grade_in_order\n"
-                       "print('RESULTS ' + json.dumps(grade_in_order(sys.argv[2], sys.argv[3:])))",
-                       str(account.checkout), str(root), *CHANNEL, root=root, timeout=600)
+            done = _as(
+                account,
+                "-c",
+                "import json, sys\nsys.path.insert(0, sys.argv[1])\n"
+                "from tests.test_autograde import grade_in_order\n"
+                "print('RESULTS ' + json.dumps(grade_in_order(sys.argv[2], sys.argv[3:])))",
+                str(account.checkout),
+                str(root),
+                *CHANNEL,
+                root=root,
+                timeout=600,
+            )
             assert "RESULTS " in done.stdout, done.stderr[-3000:]
             results = json.loads(done.stdout.split("RESULTS ", 1)[1])
         else:
@@ -460,15 +496,37 @@ def test_no_channel_between_two_students_of_one_slot(grader, request, batch):
     for name, result in zip(CHANNEL, results):
         expected = fixtures[name].expected
         failed = {c["grade_id"] for c in result["checks"] if c["status"] == "failed"}
-        assert (result["status"], result["score"], failed) == (expected.status, expected.score, set(expected.failed)), \
-            f"{name}: {result}"
+        assert (result["status"], result["score"], failed) == (
+            expected.status,
+            expected.score,
+            set(expected.failed),
+        ), f"{name}: {result}"
 
 
 # The catalogue's attacks that need no limit but those `course autograde` sets on its command line
-UNPRIVILEGED = ("honest", "blank", "hardcoded", "os_exit", "segfault", "fork_bomb", "detached_process",
-                "read_solutions", "leak_inbox", "events_fifo", "replay_links", "lookup_table", "kernel_name",
-                "kernel_ops", "kernel_captured", "channel_writer", "channel_reader", "memory_outside", "stash_hidden",
-                "raise_probes", "cpu_in_every_run")
+UNPRIVILEGED = (
+    "honest",
+    "blank",
+    "hardcoded",
+    "os_exit",
+    "segfault",
+    "fork_bomb",
+    "detached_process",
+    "read_solutions",
+    "leak_inbox",
+    "events_fifo",
+    "replay_links",
+    "lookup_table",
+    "kernel_name",
+    "kernel_ops",
+    "kernel_captured",
+    "channel_writer",
+    "channel_reader",
+    "memory_outside",
+    "stash_hidden",
+    "raise_probes",
+    "cpu_in_every_run",
+)
 
 
 @needs_bwrap
@@ -484,21 +542,42 @@ def test_the_catalogue_as_graded_by_an_ordinary_user(grader_account):
             _submit(root, name, fixtures[name])
         for path in [root / "submitted", *(root / "submitted").rglob("*")]:
             shutil.chown(path, grader_account.name, grader_account.name)
-        done = _as(grader_account, "-m", "course_tools.cli", "autograde", ASSIGNMENT, "--jobs", "2",
-                   "--cell-timeout", str(LIMITS.cell_s), "--timeout", str(LIMITS.student_s),
-                   "--memory", str(LIMITS.memory_bytes / 2**30), root=root, timeout=900)
+        done = _as(
+            grader_account,
+            "-m",
+            "course_tools.cli",
+            "autograde",
+            ASSIGNMENT,
+            "--jobs",
+            "2",
+            "--cell-timeout",
+            str(LIMITS.cell_s),
+            "--timeout",
+            str(LIMITS.student_s),
+            "--memory",
+            str(LIMITS.memory_bytes / 2**30),
+            root=root,
+            timeout=900,
+        )
         assert done.returncode in (0, 1), done.stderr[-3000:]
-        records = {name: json.loads((root / "autograded" / name / ASSIGNMENT / RECORD).read_text())
-                   for name in UNPRIVILEGED}
+        records = {
+            name: json.loads((root / "autograded" / name / ASSIGNMENT / RECORD).read_text())
+            for name in UNPRIVILEGED
+        }
     finally:
         shutil.rmtree(root, ignore_errors=True)
     wrong = []
     for name, record in records.items():
         expected = fixtures[name].expected
         failed = {c["grade_id"] for c in record["checks"] if c["status"] == "failed"}
-        said = " ".join(record["reasons"] + [c["message"] for c in record["checks"] if c["status"] != "passed"])
-        if (record["status"], record["score"], failed) != (expected.status, expected.score, set(expected.failed)) \
-                or expected.why not in said:
+        said = " ".join(
+            record["reasons"] + [c["message"] for c in record["checks"] if c["status"] != "passed"]
+        )
+        if (record["status"], record["score"], failed) != (
+            expected.status,
+            expected.score,
+            set(expected.failed),
+        ) or expected.why not in said:
             wrong.append(f"{name}: {record['status']} {record['score']} {sorted(failed)}: {said[:300]}")
     assert not wrong, "\n".join(wrong)
 
@@ -559,9 +638,13 @@ def test_the_graders_scratch_is_private_and_goes_with_a_killed_grader(student_ac
     root = _course_for(None, graded=batch.root)
     for i in range(8):
         _submit(root, f"s{i}", CATALOGUE[0])
-    grader = subprocess.Popen([str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout",
-                               "15"], cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    grader = subprocess.Popen(
+        [str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout", "15"],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline, folder = time.monotonic() + 300, None
         while time.monotonic() < deadline and grader.poll() is None:
@@ -571,8 +654,23 @@ def test_the_graders_scratch_is_private_and_goes_with_a_killed_grader(student_ac
             time.sleep(0.1)
         assert folder and grader.poll() is None, "the batch ended before a student's run could be watched"
         inside = sorted(str(p) for p in folder.rglob("*"))
-        polled = subprocess.run(["runuser", "-u", student_account, "--", "/usr/bin/python3", "-c", POLL, "3",
-                                 str(folder), *inside[:50]], capture_output=True, text=True, timeout=120)
+        polled = subprocess.run(
+            [
+                "runuser",
+                "-u",
+                student_account,
+                "--",
+                "/usr/bin/python3",
+                "-c",
+                POLL,
+                "3",
+                str(folder),
+                *inside[:50],
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         seen = json.loads(polled.stdout)
         assert seen == {"readable": [], "listed": []}, seen
     finally:
@@ -590,7 +688,8 @@ def test_the_graders_scratch_is_private_and_goes_with_a_killed_grader(student_ac
 # infinite_loop: a step's CPU limit decides it; one student's budget for all runs (cpu_in_every_run)
 # is the same CPU accounting, tested without the load in the batch
 # The time limit (the one grade a load could move, were limits wall time) and full marks beside it; every
-# fixture is graded at normal load in the batch, and beside CPU hogs by `python -m benchmarks.autograde_batch --load 2`.
+# fixture is graded at normal load in the batch, and beside CPU hogs by `python -m benchmarks.autograde_batch
+# --load 2`.
 LOADED = ("honest", "infinite_loop")
 
 
@@ -605,8 +704,10 @@ def test_grades_do_not_depend_on_load(batch):
         _submit(root, name, fixtures[name])
     hogs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
     try:
-        results = {r.student: r for r in autograde(root, ASSIGNMENT, jobs=2, limits=LIMITS, out=io.StringIO(),
-                                                   progress=False)}
+        results = {
+            r.student: r
+            for r in autograde(root, ASSIGNMENT, jobs=2, limits=LIMITS, out=io.StringIO(), progress=False)
+        }
     finally:
         for hog in hogs:
             hog.kill()
@@ -615,11 +716,13 @@ def test_grades_do_not_depend_on_load(batch):
     for name in LOADED:
         result, expected = results[name], fixtures[name].expected
         said = " ".join(result.reasons + [c.message for c in result.checks if c.status != "passed"])
-        assert (result.status, result.score) == (expected.status, expected.score) and expected.why in said, \
+        assert (result.status, result.score) == (expected.status, expected.score) and expected.why in said, (
             f"{name}: {result}"
+        )
 
 
 # ---------------------------------------------------------------- without a sandbox run ----
+
 
 def test_missing_bubblewrap_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
@@ -635,14 +738,17 @@ def test_the_unsandboxed_fallback_grades_trusted_notebooks(tmp_path):
     wrong = next(f for f in CATALOGUE if f.name == "rebound_checks")
     _submit(root, "honest", honest)
     _submit(root, "wrong", wrong)
-    results = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, isolated=False, out=io.StringIO(),
-                                               progress=False)}
+    results = {
+        r.student: r
+        for r in autograde(root, ASSIGNMENT, limits=LIMITS, isolated=False, out=io.StringIO(), progress=False)
+    }
     assert (results["honest"].status, results["honest"].score) == (GRADED, POINTS)
     assert (results["wrong"].status, results["wrong"].score) == (GRADED, wrong.expected.score)
 
 
 def _honest_and_wrong_class(folder: Path, size: int) -> tuple[Path, dict]:
-    """A toy course whose students alternate between the honest answers and a wrong one: (root, student -> fixture)."""
+    """A toy course whose students alternate between the honest answers and a wrong one: (root, student ->
+    fixture)."""
     root = make_course(folder)
     honest, wrong = (next(f for f in CATALOGUE if f.name == name) for name in ("honest", "rebound_checks"))
     fixtures = {f"s{i}": (honest, wrong)[i % 2] for i in range(size)}
@@ -660,9 +766,13 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     root, fixtures = _honest_and_wrong_class(tmp_path, 4)
     honest, wrong = fixtures["s0"], fixtures["s1"]
     records = lambda: {p.parent.parent.name for p in (root / "autograded").glob(f"*/{ASSIGNMENT}/{RECORD}")}
-    batch = subprocess.Popen([str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout",
-                              "15"], cwd=root, start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    batch = subprocess.Popen(
+        [str(Path(sys.executable).parent / "course"), "autograde", ASSIGNMENT, "--cell-timeout", "15"],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 240
     while not records() and batch.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -672,7 +782,9 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     saved = records()
     assert 1 <= len(saved) < len(fixtures), f"the batch was not stopped midway: {saved}"
 
-    results = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)}
+    results = {
+        r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
+    }
     assert {s for s, r in results.items() if r.kept} == saved
     expected = {s: f.expected.score for s, f in fixtures.items()}
     assert {s: r.score for s, r in results.items()} == expected
@@ -683,7 +795,9 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     changed = sorted(saved)[0]
     shutil.rmtree(root / "submitted" / changed)
     _submit(root, changed, wrong if fixtures[changed] is honest else honest)
-    again = {r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)}
+    again = {
+        r.student: r for r in autograde(root, ASSIGNMENT, limits=LIMITS, out=io.StringIO(), progress=False)
+    }
     assert {s for s, r in again.items() if not r.kept} == {changed}
     assert again[changed].score != expected[changed]
     assert gradebook.scores(url, ASSIGNMENT)[changed]["score"] == again[changed].score
@@ -726,10 +840,13 @@ def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeyp
 
     monkeypatch.setattr(grader, "run_plan", watched_run_plan)
     monkeypatch.setattr(grader, "_mismatch", slow_mismatch)
-    results = {r.student: r for r in autograde(root, ASSIGNMENT, jobs=jobs, limits=LIMITS, out=io.StringIO(),
-                                               progress=False)}
-    assert {s: (r.status, r.score) for s, r in results.items()} == \
-        {s: (GRADED, f.expected.score) for s, f in fixtures.items()}
+    results = {
+        r.student: r
+        for r in autograde(root, ASSIGNMENT, jobs=jobs, limits=LIMITS, out=io.StringIO(), progress=False)
+    }
+    assert {s: (r.status, r.score) for s, r in results.items()} == {
+        s: (GRADED, f.expected.score) for s, f in fixtures.items()
+    }
     assert seen["most"] == jobs and seen["slots"] == set(range(jobs))
     assert seen["compared_while_running"] > 0
 
@@ -743,8 +860,10 @@ def test_parses_in_threads_never_fail():
 
     from course_tools.pyparse import parse
 
-    source = "\n".join(f"def f{i}(x):\n    return [[(x + {i}) * k for k in range(3)] for _ in range(2)]\n"
-                       for i in range(200))
+    source = "\n".join(
+        f"def f{i}(x):\n    return [[(x + {i}) * k for k in range(3)] for _ in range(2)]\n"
+        for i in range(200)
+    )
     errors = []
 
     class Finalised:
@@ -778,14 +897,20 @@ from course_tools.grading.sandboxed.runner import _shell
 rendered = []
 tools.print_figure = lambda *a, **k: rendered.append(a) or b""
 shell = _shell()
-result = shell.run_cell("%matplotlib inline\\nimport matplotlib.pyplot as plt\\nplt.plot([1, 2, 3])\\nplt.show()")
+result = shell.run_cell("%matplotlib inline\\nimport matplotlib.pyplot as plt\\n"
+                        "plt.plot([1, 2, 3])\\nplt.show()")
 assert result.success, result.error_in_exec
 result = shell.run_cell("figure = plt.figure(); figure.gca().plot([3, 2]); figure")
 assert result.success and not rendered, rendered
 print("ok")
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "MPLBACKEND": "Agg"})
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
     assert done.stdout.strip().endswith("ok"), done.stderr[-2000:]
 
 
@@ -798,37 +923,53 @@ def test_honest_answers_of_the_course_raise_no_lint_finding():
                 assert lint(cell.grade_id, cell.source, set(), protected) == [], (notebook, cell.grade_id)
     for name, answer in ANSWERS.items():
         assert lint(name, answer, {"torch.nn.functional.scaled_dot_product_attention"}) == []
-    methods = {"course_lib.rnn.Seq2SeqRNN.forward", "course_lib.rnn.Seq2SeqRNN.encode", "course_lib.rnn.Seq2SeqRNN.decode"}
-    own = "class Seq2SeqRNN(nn.Module):\n    def forward(self, src, tgt):\n        return self.decode(tgt, self.encode(src))"
+    methods = {
+        "course_lib.rnn.Seq2SeqRNN.forward",
+        "course_lib.rnn.Seq2SeqRNN.encode",
+        "course_lib.rnn.Seq2SeqRNN.decode",
+    }
+    own = (
+        "class Seq2SeqRNN(nn.Module):\n    def forward(self, src, tgt):\n        return self.decode(tgt, "
+        "self.encode(src))"
+    )
     assert lint("answer", own, methods) == []
-    assert "uses .Seq2SeqRNN" in str(lint("answer", "def f(cfg):\n    return course_lib.rnn.Seq2SeqRNN(cfg)", methods))
+    assert "uses .Seq2SeqRNN" in str(
+        lint("answer", "def f(cfg):\n    return course_lib.rnn.Seq2SeqRNN(cfg)", methods)
+    )
 
 
-@pytest.mark.parametrize("code, found", [
-    ("import os", "imports os"),
-    ("torch.allclose = lambda *a, **k: True", "changes torch.allclose"),
-    ("check_close = print", "rebinds check_close"),
-    ("class A(float):\n    def __eq__(self, other):\n        return True", "defines __eq__"),
-    ("get_ipython().events.register('post_run_cell', print)", "uses get_ipython"),
-    ("def f(x):\n    torch.manual_seed(0)\n    return x", "uses .manual_seed"),
-    ("from torch.nn.functional import scaled_dot_product_attention as sdpa", "imports scaled_dot_product_attention"),
-    ("def f(x):\n    return x.softmax(-1)", "uses .softmax"),
-    ("def f(x):\n    return getattr(torch, 'soft' + 'max')(x)", "uses getattr"),
-    ("Yes = type('Yes', (float,), {'__eq__': lambda self, other: True})", "spells __eq__"),
-    ("torch.library.impl('aten::allclose', 'CPU')", "uses .library"),
-    # the kernels behind a forbidden name, and ways around the guards
-    ("def f(x):\n    return x.log_softmax(-1).exp()", "uses .log_softmax, a kernel of torch.softmax"),
-    ("from torch import _softmax", "imports _softmax, a kernel of torch.softmax"),
-    ("def f(x):\n    return torch._VF.softmax(x, -1)", "uses ._VF"),
-    ("def f(x):\n    return torch.ops.aten._softmax(x, -1, False)", "uses .ops"),
-    ("_files = torch.os.listdir('/sandbox/in')", "uses .os"),
-    ("_files = open('/sand' + 'box/in/probes.json').read()", "spells the path '/sand'"),
-    ("import gc\n_all = gc.get_objects()", "imports gc"),
-    ("_table = torch.load('table.pt')", "uses .load"),
-])
+@pytest.mark.parametrize(
+    "code, found",
+    [
+        ("import os", "imports os"),
+        ("torch.allclose = lambda *a, **k: True", "changes torch.allclose"),
+        ("check_close = print", "rebinds check_close"),
+        ("class A(float):\n    def __eq__(self, other):\n        return True", "defines __eq__"),
+        ("get_ipython().events.register('post_run_cell', print)", "uses get_ipython"),
+        ("def f(x):\n    torch.manual_seed(0)\n    return x", "uses .manual_seed"),
+        (
+            "from torch.nn.functional import scaled_dot_product_attention as sdpa",
+            "imports scaled_dot_product_attention",
+        ),
+        ("def f(x):\n    return x.softmax(-1)", "uses .softmax"),
+        ("def f(x):\n    return getattr(torch, 'soft' + 'max')(x)", "uses getattr"),
+        ("Yes = type('Yes', (float,), {'__eq__': lambda self, other: True})", "spells __eq__"),
+        ("torch.library.impl('aten::allclose', 'CPU')", "uses .library"),
+        # the kernels behind a forbidden name, and ways around the guards
+        ("def f(x):\n    return x.log_softmax(-1).exp()", "uses .log_softmax, a kernel of torch.softmax"),
+        ("from torch import _softmax", "imports _softmax, a kernel of torch.softmax"),
+        ("def f(x):\n    return torch._VF.softmax(x, -1)", "uses ._VF"),
+        ("def f(x):\n    return torch.ops.aten._softmax(x, -1, False)", "uses .ops"),
+        ("_files = torch.os.listdir('/sandbox/in')", "uses .os"),
+        ("_files = open('/sand' + 'box/in/probes.json').read()", "spells the path '/sand'"),
+        ("import gc\n_all = gc.get_objects()", "imports gc"),
+        ("_table = torch.load('table.pt')", "uses .load"),
+    ],
+)
 def test_lint_finds_what_only_tampering_needs(code, found):
-    findings = lint("answer", code, {"torch.softmax", "torch.nn.functional.scaled_dot_product_attention"},
-                    {"check_close"})
+    findings = lint(
+        "answer", code, {"torch.softmax", "torch.nn.functional.scaled_dot_product_attention"}, {"check_close"}
+    )
     assert any(found in str(f) for f in findings), findings
 
 
@@ -868,19 +1009,43 @@ def _edit(path: Path) -> None:
     path.write_text(path.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
 
 
-@pytest.mark.parametrize("module, changes_grades", [
-    *((f"course_tools/publishing/{name}.py", False) for name in ("slides", "slide_layout", "slide_heights",
-                                                                   "release", "a_new_tool")),
-    *((f"course_tools/classroom/{name}.py", False) for name in ("lms", "lms_sheets", "similarity", "hub", "exchange",
-                                                                 "grades", "canonical/loops")),
-    ("course_tools/grading/feedback.py", False), ("course_tools/cli.py", False),
-    *((f"course_tools/grading/{name}.py", True) for name in ("autograde", "student", "compare", "sandbox", "warm",
-                                                             "isolation", "limits", "processes", "scrub")),
-    *((f"course_tools/grading/sandboxed/{name}.py", True) for name in ("plain", "runner", "zygote", "probes",
-                                                                       "replay")),
-    *((f"course_lib/{name}.py", True) for name in ("grading", "attention", "gpt")),
-])
-def test_the_grader_key_changes_with_what_grades_and_nothing_else(tmp_path, toy_cells, module, changes_grades):
+@pytest.mark.parametrize(
+    "module, changes_grades",
+    [
+        *(
+            (f"course_tools/publishing/{name}.py", False)
+            for name in ("slides", "slide_layout", "slide_heights", "release", "a_new_tool")
+        ),
+        *(
+            (f"course_tools/classroom/{name}.py", False)
+            for name in ("lms", "lms_sheets", "similarity", "hub", "exchange", "grades", "canonical/loops")
+        ),
+        ("course_tools/grading/feedback.py", False),
+        ("course_tools/cli.py", False),
+        *(
+            (f"course_tools/grading/{name}.py", True)
+            for name in (
+                "autograde",
+                "student",
+                "compare",
+                "sandbox",
+                "warm",
+                "isolation",
+                "limits",
+                "processes",
+                "scrub",
+            )
+        ),
+        *(
+            (f"course_tools/grading/sandboxed/{name}.py", True)
+            for name in ("plain", "runner", "zygote", "probes", "replay")
+        ),
+        *((f"course_lib/{name}.py", True) for name in ("grading", "attention", "gpt")),
+    ],
+)
+def test_the_grader_key_changes_with_what_grades_and_nothing_else(
+    tmp_path, toy_cells, module, changes_grades
+):
     """Editing the publishing or class tooling keeps the key (so a rerun keeps every saved grade);
     editing a graded reference, a check or the grading code changes it."""
     from course_tools.grading.reference import grader_key
@@ -903,8 +1068,9 @@ def test_a_module_the_grader_starts_to_import_counts_at_once(tmp_path, toy_cells
     (package / "course_tools" / "grading" / "helper_of_the_grader.py").write_text("X = 1\n", encoding="utf-8")
     before = grader_key(cells, package)
     autograde_py = package / "course_tools" / "grading" / "autograde.py"
-    autograde_py.write_text(autograde_py.read_text(encoding="utf-8") + "\nfrom . import helper_of_the_grader\n",
-                            encoding="utf-8")
+    autograde_py.write_text(
+        autograde_py.read_text(encoding="utf-8") + "\nfrom . import helper_of_the_grader\n", encoding="utf-8"
+    )
     with_import = grader_key(cells, package)
     _edit(package / "course_tools" / "grading" / "helper_of_the_grader.py")
     assert len({before, with_import, grader_key(cells, package)}) == 3
@@ -913,7 +1079,8 @@ def test_a_module_the_grader_starts_to_import_counts_at_once(tmp_path, toy_cells
 @needs_bwrap
 @pytest.mark.notebook
 def test_a_rerun_after_editing_the_class_tooling_keeps_every_grade_and_feedback_shows_the_graded_code(
-        tmp_path, monkeypatch, batch):
+    tmp_path, monkeypatch, batch
+):
     """`course autograde`, then the LMS export and the slides edited: the rerun keeps every student.
     Then a student resubmits before `course feedback`: the page's "your answer" is the code that was
     graded, never the new one (the graded copy under autograded/ is what counts)."""

@@ -23,18 +23,24 @@ from course_lib.transformer import Transformer, transformer_param_count
 from .test_transformer import batch, tiny
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST_SECTIONS = {"attention": "attention", "throughput": "throughput", "bleu": "bleu_speed", "decoding": "decoding",
-                 "gpu": "gpu"}  # section -> its result file
+FAST_SECTIONS = {
+    "attention": "attention", "throughput": "throughput", "bleu": "bleu_speed", "decoding": "decoding",
+    "gpu": "gpu"
+}  # section -> its result file
 
 
 def test_smoke_run_writes_every_fast_section_and_the_table(tmp_path):
     readme_before = (ROOT / "benchmarks" / "README.md").read_bytes()
-    # the timeout only turns a hang into a failure: on a busy machine the smoke run takes several times its idle time
+    # the timeout only turns a hang into a failure: on a busy machine the smoke run takes several times its
+    # idle time
     done = subprocess.run([sys.executable, "-m", "benchmarks", "--smoke", "--output-dir", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert {n for n, s in runner.SECTIONS.items() if s.fast} == set(FAST_SECTIONS)
-    reports = {name: json.loads((tmp_path / f"{file}.json").read_text()) for name, file in FAST_SECTIONS.items()}
+    reports = {
+        name: json.loads((tmp_path / f"{file}.json").read_text())
+        for name, file in FAST_SECTIONS.items()
+    }
     for report in reports.values():
         assert report["smoke"] is True and report["date"] and report["machine"]["torch"]
 
@@ -70,8 +76,11 @@ def _write(folder: Path, name: str, report: dict) -> None:
 
 def test_table_lists_a_missed_target_as_gap_with_its_value(tmp_path):
     _write(tmp_path, "ci", {"command": "make test", "exit_code": 0, "minutes": 25.0})
-    _write(tmp_path, "05_transformer", {"notebook": {"profile": "laptop", "notebook_minutes": 10.5, "bleu_test": 99.25,
-                                                     "bleu_test_long": 71.4}})
+    _write(tmp_path, "05_transformer", {
+        "notebook": {
+            "profile": "laptop", "notebook_minutes": 10.5, "bleu_test": 99.25, "bleu_test_long": 71.4
+        }
+    })
     _write(tmp_path, "bleu_speed", {"sentences": 3000, "passed": False, "results": {
         "13a": {"identical": True, "ratio": 2.0}}})
     rows = {(row.section, row.target): row for row in table.rows(tmp_path)}
@@ -85,18 +94,23 @@ def test_table_lists_a_missed_target_as_gap_with_its_value(tmp_path):
     assert row("quality (laptop)", "notebook 05").status == table.GAP
     assert row("quality (laptop)", "notebook 05").measured == "10.5 min"
     assert row("quality (laptop)", "Transformer (05)").status == table.MET
-    assert row("bleu", "course_lib.bleu").status == table.GAP and "2.00×" in row("bleu", "course_lib.bleu").measured
+    assert row("bleu", "course_lib.bleu").status == table.GAP and "2.00×" in row("bleu",
+                                                                                 "course_lib.bleu").measured
     assert row("throughput", "course_lib Transformer").status == "not measured"  # no file: said, not hidden
     assert row("quality (gpu)", "base Transformer (05): BLEU").status == "not measured (no GPU run)"
     markdown = table.markdown(list(rows.values()), tmp_path)
-    assert ("| [ci](ci.json) | README test command (`make test`) under 20 min on 2 cores | 25.0 min | **GAP** |"
-            in markdown)
+    assert (
+        "| [ci](ci.json) | README test command (`make test`) under 20 min on 2 cores | 25.0 min | **GAP** |"
+        in markdown)
 
 
 def test_table_reports_gpu_targets_from_a_gpu_run(tmp_path):
-    _write(tmp_path, "gpu", {"measured": True, "device_name": "NVIDIA H100 80GB HBM3", "mfu": 0.2,
-                             "tokens_per_s": 1e6, "bleu_test": 99.6, "bleu_test_long": 96.0, "train_minutes": 2.9,
-                             "machine": {"cuda": "NVIDIA H100 80GB HBM3", "torch": "2.x"}})
+    _write(
+        tmp_path, "gpu", {
+            "measured": True, "device_name": "NVIDIA H100 80GB HBM3", "mfu": 0.2, "tokens_per_s": 1e6,
+            "bleu_test": 99.6, "bleu_test_long": 96.0, "train_minutes": 2.9,
+            "machine": {"cuda": "NVIDIA H100 80GB HBM3", "torch": "2.x"}
+        })
     mfu, bleu = table.rows(tmp_path)[-2:]
     assert (mfu.status, mfu.measured) == (table.GAP, "20.0% (1,000,000 tokens/s, NVIDIA H100 80GB HBM3)")
     assert bleu.status == table.MET and (bleu.machine, bleu.device) == ("NVIDIA H100 80GB HBM3", "cuda")
@@ -111,7 +125,8 @@ def test_ci_section_times_the_given_command(tmp_path):
 
 
 def test_course_bench_passes_its_arguments_to_the_runner(tmp_path, capfd):
-    """`course bench` runs `python -m benchmarks` in the course folder: nothing outside the package is imported."""
+    """`course bench` runs `python -m benchmarks` in the course folder: nothing outside the package is
+    imported."""
     _write(tmp_path, "ci", {"command": "make test", "exit_code": 3, "minutes": 1.0})
     assert course(["bench", "--table", "--output-dir", str(tmp_path)]) == 0
     assert "failed (exit 3) after 1.0 min | **GAP**" in (tmp_path / "README.md").read_text()
@@ -127,8 +142,10 @@ def test_alternate_reverses_the_order_every_other_round_and_keeps_min_repeats():
     assert {name: len(t) for name, t in times.items()} == {"a": 3, "b": 3} and last == {"a": 1, "b": 2}
 
 
-@pytest.mark.parametrize("module", ["rnn_baselines", "attention_rnn", "transformer", "capstone", "autograde_batch",
-                                    "bleu_speed", "mha_speed", "decoding", "load", "validate_agreement"])
+@pytest.mark.parametrize("module", [
+    "rnn_baselines", "attention_rnn", "transformer", "capstone", "autograde_batch", "bleu_speed", "mha_speed",
+    "decoding", "load", "validate_agreement"
+])
 def test_every_benchmark_script_still_parses_its_command_line(module, capsys):
     main = __import__(f"benchmarks.{module}", fromlist=["main"]).main
     with pytest.raises(SystemExit) as exit_:
@@ -145,7 +162,8 @@ def test_whole_model_equals_nn_transformer_twin(norm_first):
     cfg = tiny(norm_first=norm_first)
     ours = Transformer(cfg).eval()
     twin = TorchTransformer(cfg).eval()
-    assert sum(p.numel() for p in twin.parameters()) == transformer_param_count(cfg) + (0 if norm_first else 4 * 16)
+    assert sum(p.numel()
+               for p in twin.parameters()) == transformer_param_count(cfg) + (0 if norm_first else 4 * 16)
     twin.load_from(ours)
     src, tgt = batch()
     torch.testing.assert_close(twin(src, tgt), ours(src, tgt), atol=1e-4, rtol=1e-4)
@@ -193,9 +211,11 @@ def test_autograde_row_holds_the_whole_course_to_its_target(tmp_path, seconds, s
 
 
 def _load_run(headline: dict, minutes: float, hogs: int = 0, updates: int = 900) -> dict:
-    return {"hogs": hogs, "headline": headline, "updates": updates, "notebook_minutes": minutes, "train_minutes": 3.0,
-            "estimated_train_minutes": 2.9, "load_average_before": [0.5, 0.5, 0.5],
-            "load_average_after": [3.9 if hogs else 1.2, 2.0, 1.0]}
+    return {
+        "hogs": hogs, "headline": headline, "updates": updates, "notebook_minutes": minutes,
+        "train_minutes": 3.0, "estimated_train_minutes": 2.9, "load_average_before": [0.5, 0.5, 0.5],
+        "load_average_after": [3.9 if hogs else 1.2, 2.0, 1.0]
+    }
 
 
 @pytest.mark.parametrize("loaded_headline, loaded_updates, same, identical, status", [
@@ -213,7 +233,8 @@ def test_load_section_holds_the_headline(tmp_path, loaded_headline, loaded_updat
     assert (runs["same"], runs["identical"]) == (same, identical)
     _write(tmp_path, "load", {"profile": "laptop", "hogs": 2, "notebooks": {"05_transformer": runs}})
     row05, row07 = [r for r in table.rows(tmp_path) if r.section == "load"]
-    assert row05.status == status and "beside 2: bleu_test" in row05.measured and "(load 3.9)" in row05.measured
+    assert row05.status == status
+    assert "beside 2: bleu_test" in row05.measured and "(load 3.9)" in row05.measured
     assert row07.status == "not measured" and "--assignments 07_language_model" in row07.measured
 
 
@@ -228,8 +249,12 @@ def test_busy_processes_spin_while_the_block_runs_and_are_gone_after():
 def test_load_run_of_one_notebook_keeps_the_other_notebooks_entry(tmp_path, monkeypatch):
     from benchmarks import load
 
-    runs = iter([_load_run({"bleu_test": 98.7, "bleu_test_long": 44.0}, 4.6),
-                 _load_run({"bleu_test": 98.7, "bleu_test_long": 44.0}, 21.0, hogs=2)])
+    runs = iter(
+        [
+            _load_run({"bleu_test": 98.7, "bleu_test_long": 44.0}, 4.6),
+            _load_run({"bleu_test": 98.7, "bleu_test_long": 44.0}, 21.0, hogs=2),
+        ]
+    )
     monkeypatch.setattr(load, "run_once", lambda *args: next(runs))
     output = tmp_path / "load.json"
     earlier_07 = {"date": "2026-01-01T00:00:00+00:00", "same": True, "identical": True}

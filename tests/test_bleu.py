@@ -4,7 +4,9 @@ import sacrebleu
 from course_lib.bleu import LENGTH_BUCKETS, BleuResult, bleu, bleu_by_length
 
 HYPS = ["le chat dort sur le tapis .", "un chien mange une pomme rouge .", "la femme n'aime pas le vin ."]
-REFS_A = ["le chat dort sur le tapis .", "le chien mange une pomme rouge .", "la femme n'aime pas le vin blanc ."]
+REFS_A = [
+    "le chat dort sur le tapis .", "le chien mange une pomme rouge .", "la femme n'aime pas le vin blanc ."
+]
 REFS_B = ["le chat sommeille sur le tapis .", "un chien mange une pomme .", "la dame n'aime pas le vin ."]
 
 
@@ -37,7 +39,8 @@ def test_variable_number_of_references():
 def test_missing_reference_is_not_an_empty_one():
     # sacrebleu drops None but scores "" as a zero-length reference: for a short hypothesis that
     # becomes the closest reference length and hides the brevity penalty.
-    hyps, refs = ["le chat .", "le chien dort ."], [["le chat dort sur le tapis ."], ["le chien dort .", "x y"]]
+    hyps, refs = ["le chat .", "le chien dort ."], [["le chat dort sur le tapis ."],
+                                                    ["le chien dort .", "x y"]]
     result = bleu(hyps, refs)
     as_none = sacrebleu.corpus_bleu(hyps, [[refs[0][0], refs[1][0]], [None, refs[1][1]]])
     as_empty = sacrebleu.corpus_bleu(hyps, [[refs[0][0], refs[1][0]], ["", refs[1][1]]])
@@ -66,7 +69,8 @@ def test_bleu_by_length_buckets():
 
 
 def test_bleu_by_length_custom_buckets():
-    rows = bleu_by_length(["a .", "a b c d ."], HYPS[:2], [[r] for r in REFS_A[:2]], buckets=((1, 3), (4, None)))
+    rows = bleu_by_length(["a .", "a b c d ."], HYPS[:2], [[r] for r in REFS_A[:2]],
+                          buckets=((1, 3), (4, None)))
     assert [(r["bucket"], r["n"]) for r in rows] == [("1–3", 1), ("4+", 1)]
 
 
@@ -75,8 +79,8 @@ import math
 import random
 from collections import Counter
 
-from course_lib.bleu import (brevity_penalty, closest_reference_length, corpus_bleu, modified_precision, ngrams,
-                             reference_streams, sentence_bleu, tokenize_13a)
+from course_lib.bleu import (brevity_penalty, closest_reference_length, corpus_bleu, modified_precision,
+                             ngrams, reference_streams, sentence_bleu, tokenize_13a)
 
 REF1, REF2 = "the cat is on the mat".split(), "there is a cat on the mat".split()
 
@@ -85,7 +89,9 @@ def _random_corpus(seed, n_sentences=25, punctuation=False):
     """Random vocabularies, 0–60 tokens, 1–4 references (some empty), and hypotheses of every kind:
     noisy copies, empty, with no match, longer than every reference, random."""
     rng = random.Random(seed)
-    vocab = sorted({"".join(rng.choices("abcdef", k=rng.randint(1, 3))) for _ in range(rng.choice([3, 12, 80, 500]))})
+    vocab = sorted(
+        {"".join(rng.choices("abcdef", k=rng.randint(1, 3)))
+         for _ in range(rng.choice([3, 12, 80, 500]))})
     if punctuation:  # attached punctuation and symbols that 13a splits off (or keeps, like "3.5")
         vocab += ["le.", "chat,", "(x)", "a-b", "3.5", "&amp;", "l'homme", "dort!", '"q"']
     hyps, refs = [], []
@@ -163,7 +169,9 @@ def test_corpus_bleu_13a_equals_sacrebleu_default(seed):
 def test_corpus_bleu_other_orders(max_n):
     hyps, refs = _random_corpus(200 + max_n)
     metric = sacrebleu.BLEU(tokenize="none", max_ngram_order=max_n, force=True)
-    assert abs(corpus_bleu(hyps, refs, max_n=max_n) - metric.corpus_score(hyps, reference_streams(refs)).score) <= 1e-9
+    assert abs(
+        corpus_bleu(hyps, refs, max_n=max_n) -
+        metric.corpus_score(hyps, reference_streams(refs)).score) <= 1e-9
 
 
 @pytest.mark.parametrize("hyps, refs", [

@@ -36,8 +36,10 @@ def test_catalogue_covers_every_graded_function(assignment):
     assert len(descriptions) == len(set(descriptions)), "two bugs share a description"
     bases = templates(assignment.id)
     targets = {bug.target for bug in bugs}
-    assert not targets - set(bases), f"tests/bugs/{assignment.id}.py has no TEMPLATES entry for: {targets - set(bases)}"
-    assert not set(bases) - targets, f"tests/bugs/{assignment.id}.py has templates without bugs: {set(bases) - targets}"
+    assert not targets - set(
+        bases), f"tests/bugs/{assignment.id}.py has no TEMPLATES entry for: {targets - set(bases)}"
+    assert not set(
+        bases) - targets, f"tests/bugs/{assignment.id}.py has templates without bugs: {set(bases) - targets}"
     unchanged = [f"{bug.target}: {bug.description}" for bug in bugs if bug.code == bases[bug.target]]
     assert not unchanged, f"bugs identical to their correct template: {unchanged}"
 
@@ -60,7 +62,8 @@ def test_every_bug_is_caught(assignment):
         own = own_checks(assignment)
         for bug in catalogue(assignment.id):
             defined = session.kernel.run(bug.code)
-            assert defined.ok, f"the code of bug {bug.target}: {bug.description} does not run: {defined.error}"
+            assert defined.ok, (f"the code of bug {bug.target}: {bug.description} does not run: "
+                                f"{defined.error}")
             caught = session.validate(own[bug.target])
             session.restore(bug.target)
             if not caught:
@@ -68,5 +71,6 @@ def test_every_bug_is_caught(assignment):
         assert session.first_failure() is None, "the solution no longer passes after the bugs were undone"
     finally:
         session.kernel.close()
-    assert not missed, (f"{len(missed)} bug(s) of {assignment.id} pass the visible checks of their own exercise "
-                        f"(Validate shows them green):\n" + "\n".join(missed))
+    assert not missed, (
+        f"{len(missed)} bug(s) of {assignment.id} pass the visible checks of their own exercise "
+        f"(Validate shows them green):\n" + "\n".join(missed))

@@ -24,7 +24,8 @@ def test_missing_code_is_reported_not_raised(monkeypatch):
     ghost = dataclasses.replace(recipes.RECIPES["rnn"], name="ghost", model="course_lib.no_such_module:Model")
     monkeypatch.setitem(recipes.RECIPES, "ghost", ghost)
     assert "course_lib.no_such_module" in unavailable(dataclasses.replace(RNN, recipe="ghost"))
-    renamed = dataclasses.replace(recipes.RECIPES["rnn"], name="renamed", decode="course_lib.rnn:no_such_decoder")
+    renamed = dataclasses.replace(recipes.RECIPES["rnn"], name="renamed",
+                                  decode="course_lib.rnn:no_such_decoder")
     monkeypatch.setitem(recipes.RECIPES, "renamed", renamed)
     assert "no_such_decoder" in unavailable(dataclasses.replace(RNN, recipe="renamed"))
 

@@ -25,19 +25,24 @@ CASCADES = {
                                ("causal_mask", "strict: a position may not see itself", {"b08-test-causal"})],
     "05_transformer": [("PositionwiseFeedForward", "no ReLU between the two layers", {"c08-test-ffn"})],
     "06_bleu": [("ngrams", "off by one: drops the last n-gram", {"b09-test-ngrams"}),
-                ("modified_precision", "no clipping: every n-gram found in a reference counts in full", {"b13-test-precision"}),
+                ("modified_precision",
+                 "no clipping: every n-gram found in a reference counts in full", {"b13-test-precision"}),
                 ("brevity_penalty", "inverted ratio: exp(1 - c/r)", {"b20-test-bp"})],
-    "07_language_model": [("RMSNorm", "subtracts the mean first (LayerNorm without bias)", {"g05-test-rmsnorm"}),
-                          ("SwiGLU", "SiLU on the value branch w3 instead of the gate w1", {"g08-test-swiglu"}),
-                          ("CausalSelfAttention", "RoPE applied to the values too", {"g11-test-attention"}),
-                          ("GPTBlock", "no residual around the FFN", {"g14-test-block"}),
-                          ("sample_next", "top-p drops the token that crosses p", {"g20-test-sample"})],
+    "07_language_model": [
+        ("RMSNorm", "subtracts the mean first (LayerNorm without bias)", {"g05-test-rmsnorm"}),
+        ("SwiGLU", "SiLU on the value branch w3 instead of the gate w1", {"g08-test-swiglu"}),
+        ("CausalSelfAttention", "RoPE applied to the values too", {"g11-test-attention"}),
+        ("GPTBlock", "no residual around the FFN", {"g14-test-block"}),
+        ("sample_next", "top-p drops the token that crosses p", {"g20-test-sample"})
+    ],
 }
 # 04_positional_encoding has no graded name that another one of its exercises calls.
 
 
 def _bug(assignment_id: str, target: str, description: str):
-    matches = [bug for bug in catalogue(assignment_id) if bug.target == target and bug.description == description]
+    matches = [
+        bug for bug in catalogue(assignment_id) if bug.target == target and bug.description == description
+    ]
     assert len(matches) == 1, f"tests/bugs/{assignment_id}.py has no bug {target}: {description!r}"
     return matches[0]
 
@@ -61,8 +66,9 @@ def test_one_bug_fails_only_its_own_cells(assignment):
             failed = session.failures()
             session.restore(target)
             if set(failed) != own:
-                problems.append(f"bug in {target} ({description}): expected exactly {sorted(own)} to fail, got "
-                                + ("; ".join(f"{cell}: {error}" for cell, error in failed.items()) or "none"))
+                problems.append(
+                    f"bug in {target} ({description}): expected exactly {sorted(own)} to fail, got " +
+                    ("; ".join(f"{cell}: {error}" for cell, error in failed.items()) or "none"))
         assert session.first_failure() is None, "the solution no longer passes after the bugs were undone"
     finally:
         session.close()

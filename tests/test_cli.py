@@ -119,16 +119,22 @@ def _add_assignment(course, name, extra_cell, position):
 def test_build_reports_a_notebook_that_times_out_or_fails_and_goes_on(course, capsys):
     """A slow machine: one notebook passes the cell limit, another raises; each is its own row, the
     other assignment is still built, and the build exits non-zero at the end."""
-    # Sleeps only when executed by `course build` (nbgrader's validation of the release sets NBGRADER_EXECUTION),
+    # Sleeps only when executed by `course build` (nbgrader's validation of the release sets
+    # NBGRADER_EXECUTION),
     # far longer than the limit; the limit is far longer than any other cell takes, even on a busy machine
     # (importing torch there can take seconds), so which notebook times out does not depend on the load.
-    sleep = cell("code", "import os, time\nif not os.environ.get('NBGRADER_EXECUTION'):\n    time.sleep(3600)", "sleep")
+    sleep = cell("code",
+                 "import os, time\nif not os.environ.get('NBGRADER_EXECUTION'):\n    time.sleep(3600)",
+                 "sleep")
     _add_assignment(course, "a_slow", sleep, position=1)  # cell 2, before anything imports torch
     _add_assignment(course, "b_broken", cell("code", "1 / 0", "broken"), position=4)  # cell 5, after the test
     assert main(["build", "--profile", "smoke", "--cell-timeout", "30"]) == 1
     out = capsys.readouterr().out
-    rows = {line.split()[0]: line for line in out.splitlines() if line.split()[:1] in (["a_slow"], ["b_broken"], ["toy"])
-            and "  " in line}
+    rows = {
+        line.split()[0]: line
+        for line in out.splitlines()
+        if line.split()[:1] in (["a_slow"], ["b_broken"], ["toy"]) and "  " in line
+    }
     assert "timed out in cell 2 after 30 s" in rows["a_slow"]
     assert "failed in cell 5: ZeroDivisionError: division by zero" in rows["b_broken"]
     assert rows["toy"].split()[1:3] == ["1/1", "1/1"] and "score 42" in rows["toy"]
@@ -164,7 +170,8 @@ def test_sample_grades_the_solution_full_and_the_release_zero(course, capsys):
 def test_sample_says_which_grade_is_wrong(course, capsys):
     """A release that still holds the solution gets full marks where it must get none."""
     assert main(["release"]) == 0
-    (course / "notebooks" / "toy" / "toy.ipynb").write_bytes((course / "solutions" / "toy" / "toy.ipynb").read_bytes())
+    (course / "notebooks" / "toy" / "toy.ipynb").write_bytes(
+        (course / "solutions" / "toy" / "toy.ipynb").read_bytes())
     assert main(["sample"]) == 1
     out = capsys.readouterr().out
     assert "sample-release" in out and "WRONG" in out and "some grades are WRONG" in out

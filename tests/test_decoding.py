@@ -33,7 +33,8 @@ def test_cached_incremental_decoding_equals_full_recomputation(kw):
     memory, mask = model.encode(src), padding_mask(src)
     full = model.decode(tgt, memory, mask)  # (B, 9, V)
     cache = KVCache()
-    pieces = [model.decode(tgt[:, :3], memory, mask, cache=cache)]  # a prefix at once, then one token at a time
+    pieces = [model.decode(tgt[:, :3], memory, mask,
+                           cache=cache)]  # a prefix at once, then one token at a time
     pieces += [model.decode(tgt[:, t:t + 1], memory, mask, cache=cache) for t in range(3, 6)]
     pieces += [model.decode(tgt[:, 6:], memory, mask, cache=cache)]  # several new tokens after cached ones
     torch.testing.assert_close(torch.cat(pieces, dim=1), full, atol=1e-5, rtol=1e-4)
@@ -133,8 +134,10 @@ def test_translate_with_beam_search():
     tgt_vocab = Vocab(["<pad>", "<bos>", "<eos>", "<unk>"] + [f"f{i}" for i in range(13)])
     sources = ["e1 e2 e3", "e4", "e5 e6 e7 e8 e0"]
     greedy = translate(greedy_decode, model, sources, src_vocab, tgt_vocab, max_len=8)
-    beam1 = translate(functools.partial(beam_search, beam_size=1), model, sources, src_vocab, tgt_vocab, max_len=8)
-    beam4 = translate(functools.partial(beam_search, beam_size=4), model, sources, src_vocab, tgt_vocab, max_len=8)
+    beam1 = translate(functools.partial(beam_search, beam_size=1), model, sources, src_vocab, tgt_vocab,
+                      max_len=8)
+    beam4 = translate(functools.partial(beam_search, beam_size=4), model, sources, src_vocab, tgt_vocab,
+                      max_len=8)
     assert greedy == beam1 and len(beam4) == 3
 
 

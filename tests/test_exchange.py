@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 from course_tools.course import assignments
-from course_tools.classroom.exchange import (collect_from_exchange, exchange_root, release_feedback_to_exchange,
-                                            release_to_exchange)
+from course_tools.classroom.exchange import (collect_from_exchange, exchange_root,
+                                             release_feedback_to_exchange, release_to_exchange)
 
 from .accounts import Step, accounts, act_as_students  # noqa: F401 (accounts: the session's fixture)
 from .conftest import ASSIGNMENTS, ROOT
@@ -54,15 +54,19 @@ def test_release_fetch_submit_collect_and_feedback_through_the_exchange(course, 
     release_to_exchange(assignment, out)  # a second release replaces the first
     exchange = exchange_root(course) / "attention-transformers"
     assert (exchange / "outbound" / ASSIGNMENT / NOTEBOOK).is_file()
-    assert stat.S_IMODE((exchange / "inbound").stat().st_mode) & 0o777 == 0o733  # students cannot list others'
+    assert stat.S_IMODE(
+        (exchange / "inbound").stat().st_mode) & 0o777 == 0o733  # students cannot list others'
 
     for done in act_as_students(accounts.python, course, [nbgrader_as(login, "fetch_assignment", ASSIGNMENT)
                                                           for login in (alice, bob)]):
         assert done.status == 0, done.log
     fetched = Path(os.path.expanduser(f"~{alice}")) / ASSIGNMENT / NOTEBOOK
     assert nbformat.read(fetched, as_version=4).cells[0].source == "# notebooks"
-    answers = {login: nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"answer = {login!r}")]))
-               for login in (alice, bob)}
+    answers = {
+        login: nbformat.writes(
+            nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"answer = {login!r}")]))
+        for login in (alice, bob)
+    }
     for done in act_as_students(accounts.python, course, [Step(login, ASSIGNMENT, answers[login])
                                                           for login in (alice, bob)]):
         assert done.status == 0, done.log

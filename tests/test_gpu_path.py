@@ -29,7 +29,8 @@ TOY_SIZE = dict(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_la
 @pytest.fixture
 def toy_gpu_preset(monkeypatch):
     """The gpu preset with every setting kept (dropout, norms, positions) but a toy width and depth."""
-    monkeypatch.setitem(TRANSFORMER_PRESETS, "gpu", dataclasses.replace(TRANSFORMER_PRESETS["gpu"], **TOY_SIZE))
+    monkeypatch.setitem(TRANSFORMER_PRESETS, "gpu", dataclasses.replace(TRANSFORMER_PRESETS["gpu"],
+                                                                        **TOY_SIZE))
 
 
 @pytest.mark.slow  # torch.compile's first compilation: about a minute on 2 cores
@@ -45,8 +46,9 @@ def test_gpu_recipe_trains_with_bf16_autocast_and_compile_then_reloads_and_decod
     reloaded = Transformer(run.cfg)
     load_checkpoint(checkpoint, reloaded)
     sources = [en for en, _ in translation_pairs("test", n=4)]
-    assert translate(transformer_greedy_decode, reloaded, sources, run.src_vocab, run.tgt_vocab, device="cpu") == \
-        translate(transformer_greedy_decode, run.model, sources, run.src_vocab, run.tgt_vocab, device="cpu")
+    assert translate(
+        transformer_greedy_decode, reloaded, sources, run.src_vocab, run.tgt_vocab, device="cpu"
+    ) == translate(transformer_greedy_decode, run.model, sources, run.src_vocab, run.tgt_vocab, device="cpu")
 
 
 # ---------------------------------------------------------------- every tensor follows the model's device
@@ -68,7 +70,9 @@ def _translation_setup(name: str):
     optimizer, schedule = recipes.optimizer_and_schedule(name, model, cfg, hp)
     batches = list(BucketedBatches(data, max_tokens=hp["max_tokens"], seed=0))  # made here, on the CPU
     loss = recipes.loss_function(hp)
-    train(model, batches, loss, optimizer, steps=1, schedule=schedule, device="cpu", progress=False)  # optimizer state
+    train(
+        model, batches, loss, optimizer, steps=1, schedule=schedule, device="cpu", progress=False
+    )  # optimizer state
     src = next(iter(batches)).src[:2]  # (2, S), on the CPU
     return model, batches, loss, optimizer, schedule, src
 
@@ -77,8 +81,17 @@ def _translation_setup(name: str):
 def test_translation_training_and_decoding_create_tensors_on_the_models_device(name, default_device_meta):
     with torch.device("cpu"):
         model, batches, loss, optimizer, schedule, src = _translation_setup(name)
-    history = train(model, batches, loss, optimizer, steps=3, schedule=schedule, clip_norm=1.0, device="cpu",
-                    progress=False)
+    history = train(
+        model,
+        batches,
+        loss,
+        optimizer,
+        steps=3,
+        schedule=schedule,
+        clip_norm=1.0,
+        device="cpu",
+        progress=False,
+    )
     assert history.step[-1] == 3
     decode = recipes.resolve(recipes.RECIPES[name].decode)
     assert decode(model.eval(), src, max_len=6).device.type == "cpu"
@@ -92,13 +105,27 @@ def test_translation_training_and_decoding_create_tensors_on_the_models_device(n
 def test_language_model_training_and_generation_create_tensors_on_the_models_device(default_device_meta):
     with torch.device("cpu"):
         seed_everything(0)
-        model = GPT(GPTConfig(vocab_size=11, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32, max_len=32))
+        model = GPT(
+            GPTConfig(vocab_size=11, d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, d_ff=32, max_len=32)
+        )
         ids = torch.randint(0, 11, (400,))
         prompt = torch.zeros(1, 3, dtype=torch.long)
-    history = train_lm(model, ids, ids, LMTrainConfig(steps=3, batch_size=2, context=8, eval_every=3, eval_batches=1),
-                       progress=False)
+    history = train_lm(
+        model,
+        ids,
+        ids,
+        LMTrainConfig(steps=3, batch_size=2, context=8, eval_every=3, eval_batches=1),
+        progress=False,
+    )
     assert history.step == [3]
     for use_cache in (True, False):
-        out = generate(model, prompt, 4, temperature=0.8, top_p=0.9, use_cache=use_cache,
-                       generator=torch.Generator().manual_seed(0))
+        out = generate(
+            model,
+            prompt,
+            4,
+            temperature=0.8,
+            top_p=0.9,
+            use_cache=use_cache,
+            generator=torch.Generator().manual_seed(0),
+        )
         assert out.device.type == "cpu" and out.shape == (1, 7)

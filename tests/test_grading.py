@@ -135,9 +135,19 @@ def test_check_close_keeps_python_floats_in_float64():
 
 
 @pytest.mark.parametrize("got, kind, ok", [
-    (3, int, True), (True, int, False), (3.0, int, False), (np.int64(3), int, False), (torch.tensor(3), int, False),
-    (0.5, float, True), (2, float, True), (np.float64(0.5), float, True), (np.float32(0.5), float, False),
-    (torch.tensor(0.5), float, False), (False, float, False), (np.int64(2), float, False), ("0.5", float, False),
+    (3, int, True),
+    (True, int, False),
+    (3.0, int, False),
+    (np.int64(3), int, False),
+    (torch.tensor(3), int, False),
+    (0.5, float, True),
+    (2, float, True),
+    (np.float64(0.5), float, True),
+    (np.float32(0.5), float, False),
+    (torch.tensor(0.5), float, False),
+    (False, float, False),
+    (np.int64(2), float, False),
+    ("0.5", float, False),
 ])
 def test_check_number_takes_exactly_the_python_type_the_contract_names(got, kind, ok):
     if ok:
@@ -221,14 +231,17 @@ def test_check_frequencies_passes_honest_draws_and_names_what_differs():
     p = torch.tensor([0.5, 0.3, 0.2, 0.0])
     draws = torch.multinomial(p, 8000, replacement=True, generator=generator)
     grading.check_frequencies("ex", draws, p.tolist())
-    with pytest.raises(GradingError, match=r"token 0 was drawn with frequency 0\.[45]\d+ in 8000 draws, expected probability 0\.6"):
+    with pytest.raises(
+            GradingError,
+            match=r"token 0 was drawn with frequency 0\.[45]\d+ in 8000 draws, expected probability 0\.6"):
         grading.check_frequencies("ex", draws, [0.6, 0.2, 0.2, 0.0])
     banned = draws.clone()
     banned[:3] = 3
     with pytest.raises(GradingError, match=r"tokens \[3\] have probability 0 .* drawn 3 times in 8000"):
         grading.check_frequencies("ex", banned, p.tolist())
-    for wrong, message in ((draws.float(), "expected a 1-d tensor of token ids"), (draws.view(2, -1), "1-d tensor"),
-                           (torch.full((5,), 4), r"token ids must be in 0\.\.3, got \[4\]")):
+    for wrong, message in ((draws.float(), "expected a 1-d tensor of token ids"),
+                           (draws.view(2, -1), "1-d tensor"), (torch.full(
+                               (5, ), 4), r"token ids must be in 0\.\.3, got \[4\]")):
         with pytest.raises(GradingError, match=message):
             grading.check_frequencies("ex", wrong, p.tolist())
 
@@ -237,12 +250,16 @@ def test_forbid_blocks_the_kernels_behind_a_name_however_they_are_reached():
     """The kernels behind nn.RNNCell and torch.softmax, by any name: torch.X, torch._VF.X,
     torch.ops.aten.X (and an overload), a name taken before the block; a base class's constructor
     called on an object made with __new__; and honest code still runs."""
-    x, h, W_e, W_h, b = torch.randn(2, 3), torch.randn(2, 4), torch.randn(4, 3), torch.randn(4, 4), torch.randn(4)
+    x, h, W_e, W_h, b = torch.randn(2, 3), torch.randn(2, 4), torch.randn(4,
+                                                                          3), torch.randn(4,
+                                                                                          4), torch.randn(4)
     captured, base_init = torch.rnn_tanh_cell, torch.nn.RNNBase.__init__
-    kernels = [lambda: torch.rnn_tanh_cell(x, h, W_e, W_h, b), lambda: torch._VF.rnn_tanh_cell(x, h, W_e, W_h, b),
-               lambda: torch.ops.aten.rnn_tanh_cell(x, h, W_e, W_h, b),
-               lambda: torch.ops.aten.rnn_tanh_cell.default(x, h, W_e, W_h, b),
-               lambda: captured(x, h, W_e, W_h, b), lambda: torch.nn.RNNCell(3, 4)(x, h)]
+    kernels = [
+        lambda: torch.rnn_tanh_cell(x, h, W_e, W_h, b), lambda: torch._VF.rnn_tanh_cell(x, h, W_e, W_h, b),
+        lambda: torch.ops.aten.rnn_tanh_cell(x, h, W_e, W_h, b),
+        lambda: torch.ops.aten.rnn_tanh_cell.default(x, h, W_e, W_h, b), lambda: captured(x, h, W_e, W_h, b),
+        lambda: torch.nn.RNNCell(3, 4)(x, h)
+    ]
     with forbid("torch.nn.RNNCell.forward", exercise="rnn_step"):
         for call in kernels:
             with pytest.raises(ForbiddenCallError, match=r"\[rnn_step\] your code called"):

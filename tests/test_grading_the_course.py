@@ -74,7 +74,10 @@ def test_grades_of_a_class(assignment, tmp_path):
     for student, (notebook, _) in students.items():
         folder = submit(course, student, assignment.id, assignment.release)
         nbformat.write(notebook, folder)
-    results = {r.student: r for r in autograde(course, assignment.id, jobs=2, out=io.StringIO(), progress=False)}
+    results = {
+        r.student: r
+        for r in autograde(course, assignment.id, jobs=2, out=io.StringIO(), progress=False)
+    }
     wrong = []
     for student, (_, must) in students.items():
         result = results[student]
@@ -89,7 +92,8 @@ def test_grades_of_a_class(assignment, tmp_path):
         elif must == "zero" and any(scores.values()):
             problem = f"earned points: {[g for g, s in scores.items() if s]}"
         elif isinstance(must, dict) and (passed := [n for n, own in must.items() if not own & failing]):
-            problem = f"the bugs of {passed} lost none of the points of their exercises {[must[n] for n in passed]}"
+            problem = (f"the bugs of {passed} lost none of the points of their exercises "
+                       f"{[must[n] for n in passed]}")
         elif isinstance(must, set) and failing != must:
             problem = f"expected exactly {sorted(must)} to fail, got {sorted(failing)}: " + "; ".join(
                 f"{c.grade_id}: {c.message[:200]}" for c in result.checks if c.grade_id in failing ^ must)

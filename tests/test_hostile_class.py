@@ -30,7 +30,16 @@ import pytest
 from course_tools.cli import main
 
 from .accounts import Step, accounts, act_as_students, finish_students, start_students  # noqa: F401 (a fixture)
-from .class_inputs.catalogue import DOWNLOADS, HONEST, INBOXES, ROSTER, SECRET_OF_THE_SOLUTION, honest_entries, notebook, zeros
+from .class_inputs.catalogue import (
+    DOWNLOADS,
+    HONEST,
+    INBOXES,
+    ROSTER,
+    SECRET_OF_THE_SOLUTION,
+    honest_entries,
+    notebook,
+    zeros,
+)
 from .conftest import ROOT
 from .toy_course import toy_notebook
 
@@ -45,12 +54,18 @@ def scratch_course(assignments: list[str], logins: list[str] = ()) -> Path:
     course.chmod(0o711)
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copytree(ROOT / "deploy" / "jupyter" / "student", course / "deploy" / "jupyter" / "student")
-    (course / "students.csv").write_text(ROSTER + "".join(f"{login},,,,\n" for login in logins), encoding="utf-8")
+    (course / "students.csv").write_text(
+        ROSTER + "".join(f"{login},,,,\n" for login in logins), encoding="utf-8"
+    )
     for name in assignments:
         release = toy_notebook()
         (course / "notebooks" / name).mkdir(parents=True)
-        nbformat.write(release, course / "notebooks" / name / f"{name}.ipynb")  # `course release` makes the same
-        release.cells[2].source = release.cells[2].source.replace("return 2 * x", f"return 2 * x  # {SECRET_OF_THE_SOLUTION}")
+        nbformat.write(
+            release, course / "notebooks" / name / f"{name}.ipynb"
+        )  # `course release` makes the same
+        release.cells[2].source = release.cells[2].source.replace(
+            "return 2 * x", f"return 2 * x  # {SECRET_OF_THE_SOLUTION}"
+        )
         (course / "solutions" / name).mkdir(parents=True)
         nbformat.write(release, course / "solutions" / name / f"{name}.ipynb")
     return course
@@ -85,6 +100,7 @@ def collected_marker(course: Path, student: str, assignment: str) -> str:
 
 # ------------------------------------------------------------------------------ LMS downloads ----
 
+
 def assignment_of(case) -> str:
     return f"z_{case.name}"
 
@@ -100,8 +116,13 @@ def downloads():
             download = course.parent / f"{course.name}-{case.name}.zip"
             name = f"{assignment}.ipynb"
             with zipfile.ZipFile(download, "w", zipfile.ZIP_DEFLATED) as handle:
-                for entry, data in {**honest_entries(name), **case.entries(name)}.items():  # a zip is not compressed again
-                    handle.writestr(entry, data, zipfile.ZIP_STORED if entry.endswith(".zip") else zipfile.ZIP_DEFLATED)
+                for entry, data in {
+                    **honest_entries(name),
+                    **case.entries(name),
+                }.items():  # a zip is not compressed again
+                    handle.writestr(
+                        entry, data, zipfile.ZIP_STORED if entry.endswith(".zip") else zipfile.ZIP_DEFLATED
+                    )
             outcomes[case.name] = run_course(course, "collect", "--zip", str(download), assignment)
             download.unlink()
         yield course, outcomes
@@ -125,8 +146,11 @@ def test_each_hostile_download_costs_only_its_sender(downloads, case):
         assert why in line, report
     for why in case.unplaced:
         assert why in report.split("could not place", 1)[-1], report
-    unexpected = {p.name for p in (course / "submitted").iterdir() if (p / assignment).exists()} - \
-        set(HONEST) - set(case.placed)
+    unexpected = (
+        {p.name for p in (course / "submitted").iterdir() if (p / assignment).exists()}
+        - set(HONEST)
+        - set(case.placed)
+    )
     assert not unexpected, f"placed: {unexpected}\n{report}"
     assert not list((course / "submitted").glob(f"*/.{assignment}.*")), "a staging folder was left behind"
 
@@ -153,8 +177,13 @@ def test_a_zip_bomb_is_refused_in_bounded_memory(tmp_path):
                 handle.writestr(entry, data)
 
         def peak(download: Path) -> tuple[int, str]:
-            process = subprocess.Popen(COURSE + ["collect", "--zip", str(download), "bomb"], cwd=course,
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            process = subprocess.Popen(
+                COURSE + ["collect", "--zip", str(download), "bomb"],
+                cwd=course,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             report = process.stdout.read()
             _, status, usage = os.wait4(process.pid, 0)
             process.returncode = os.waitstatus_to_exitcode(status)
@@ -162,7 +191,10 @@ def test_a_zip_bomb_is_refused_in_bounded_memory(tmp_path):
 
         baseline, _ = peak(honest)
         measured, report = peak(bomb)
-        assert "refused the upload of 1 student(s)" in report and "bob (dupontbob_1002_777002_work.zip): " in report, report
+        assert (
+            "refused the upload of 1 student(s)" in report
+            and "bob (dupontbob_1002_777002_work.zip): " in report
+        ), report
         assert (course / "submitted" / "alice" / "bomb" / "bomb.ipynb").is_file()
         assert measured < baseline + (64 << 20), f"peak {measured >> 20} MiB, honest {baseline >> 20} MiB"
         print(f"peak resident memory: {measured >> 20} MiB with the bomb, {baseline >> 20} MiB honest")
@@ -171,6 +203,7 @@ def test_a_zip_bomb_is_refused_in_bounded_memory(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- the inbox ----
+
 
 def inbox_assignment(case) -> str:
     return f"x_{case.name}"
@@ -191,7 +224,9 @@ def inboxes(accounts):
         for case in INBOXES:
             assignment = inbox_assignment(case)
             for act in case.acts(logins, assignment):
-                steps.append(Step(logins[act.who], assignment, notebook(act.marker) if act.marker else "", act.code))
+                steps.append(
+                    Step(logins[act.who], assignment, notebook(act.marker) if act.marker else "", act.code)
+                )
         for done in act_as_students(accounts.python, course, steps):
             assert done.status == 0, done.log
         outcomes = {}
@@ -213,10 +248,12 @@ def test_each_hostile_inbox_entry_costs_only_its_maker(inboxes, case):
         assert collected_marker(course, logins[role], assignment) == marker, report
         # the time in timestamp.txt is the collector's: neither the name's 2000, 2024 or 2099 nor the
         # student's own timestamp.txt (which decides whether the submission was late)
-        assert "2025" < (course / "submitted" / logins[role] / assignment / "timestamp.txt").read_text() < "2099", \
-            report
-    others = {p.name for p in (course / "submitted").iterdir() if (p / assignment).exists()} - \
-        {logins[role] for role in case.collected}
+        assert (
+            "2025" < (course / "submitted" / logins[role] / assignment / "timestamp.txt").read_text() < "2099"
+        ), report
+    others = {p.name for p in (course / "submitted").iterdir() if (p / assignment).exists()} - {
+        logins[role] for role in case.collected
+    }
     assert not others, f"collected: {others}\n{report}"
     for why in case.refused:
         assert why.format(**logins) in report.split("refused", 1)[-1], report
@@ -245,8 +282,13 @@ def test_fifty_students_submitting_at_once_are_each_collected_once(accounts, tmp
         assert run_course(course, "release", "--exchange", "load")[0] == 0
         run_course(course, "collect", "load")  # nbgrader imported before the students start
         released = tmp_path / "released"
-        students = start_students(accounts.python, course, [Step(login, "load", written(login)) for login in logins],
-                                  together=True, released=released)
+        students = start_students(
+            accounts.python,
+            course,
+            [Step(login, "load", written(login)) for login in logins],
+            together=True,
+            released=released,
+        )
         while not released.exists() and students.poll() is None:
             time.sleep(0.01)
         reports = []
@@ -263,11 +305,13 @@ def test_fifty_students_submitting_at_once_are_each_collected_once(accounts, tmp
             return [] if listed == "none" else listed.split(", ")
 
         collected = [login for report in reports for login in named(report)]
-        print(f"{len(reports) - 1} collects while they submitted took {len(collected) - len(named(reports[-1]))}")
+        print(
+            f"{len(reports) - 1} collects while they submitted took "
+            f"{len(collected) - len(named(reports[-1]))}"
+        )
         assert sorted(collected) == sorted(logins), reports  # each once, nobody twice
         for login in logins:
             assert collected_marker(course, login, "load") == login
             assert (course / "submitted" / login / "load" / "submission_secret.txt").stat().st_size == 128
     finally:
         shutil.rmtree(course, ignore_errors=True)
-

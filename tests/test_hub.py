@@ -38,10 +38,11 @@ NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 # .squeeze() passes the visible check (B=2, T=5) but breaks the hidden one with a single sentence of
 # a single step, so the feedback must report a failed hidden check without showing its code.
 ANSWERS = {
-    "def rnn_cell_step": "def rnn_cell_step(x_t, h_prev, W_e, W_h, b): return torch.tanh(x_t @ W_e + h_prev @ W_h + b)",
+    "def rnn_cell_step": "def rnn_cell_step(x_t, h_prev, W_e, W_h, b): return torch.tanh(x_t @ W_e + h_prev "
+                         "@ W_h + b)",
     "def rnn_forward": "def rnn_forward(xs, h0, W_e, W_h, b): hs = [h0]; "
-                       "[hs.append(rnn_cell_step(xs[:, t], hs[-1], W_e, W_h, b)) for t in range(xs.shape[1])]; "
-                       "return torch.stack(hs[1:], dim=1).squeeze(), hs[-1]",
+    "[hs.append(rnn_cell_step(xs[:, t], hs[-1], W_e, W_h, b)) for t in range(xs.shape[1])]; "
+    "return torch.stack(hs[1:], dim=1).squeeze(), hs[-1]",
 }
 SCREENSHOTS = browser.SCREENSHOTS / "hub"
 COURSE = [str(Path(sys.executable).parent / "course")]
@@ -60,14 +61,15 @@ def requirements() -> None:
 
 
 def course_command(course: Path, *arguments: str, timeout: float = 300) -> str:
-    done = subprocess.run(COURSE + list(arguments), cwd=course, capture_output=True, text=True, timeout=timeout,
-                          env=dict(os.environ, COURSE_PROFILE="smoke"))
+    done = subprocess.run(COURSE + list(arguments), cwd=course, capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, COURSE_PROFILE="smoke"))
     assert done.returncode in (0, 1), f"course {' '.join(arguments)}: {done.stderr[-3000:]}"
     return done.stdout
 
 
 # A plain button, or a toolbar's jp-button web component (nbgrader's Validate).
-BUTTON = """return Array.from(document.querySelectorAll(arguments[1] + ' button, ' + arguments[1] + ' .jp-ToolbarButtonComponent'))
+BUTTON = """return Array.from(document.querySelectorAll(
+    arguments[1] + ' button, ' + arguments[1] + ' .jp-ToolbarButtonComponent'))
   .find(b => b.innerText.trim() === arguments[0] && b.offsetParent !== null && !b.disabled) || null;"""
 
 
@@ -85,8 +87,10 @@ def log_in(driver, base: str, user: str, password: str) -> None:
     driver.find_element(By.ID, "login_submit").click()
     wait_for(driver, "return !!document.querySelector('.lm-MenuBar-itemLabel')", 150)
     # JupyterLab's first-start question about news, which would cover the screenshots
-    driver.execute_script("const no = Array.from(document.querySelectorAll('.jp-toast-button'))"
-                          ".find(b => b.innerText.trim() === 'No'); if (no) no.click();")
+    driver.execute_script(
+        "const no = Array.from(document.querySelectorAll('.jp-toast-button'))"
+        ".find(b => b.innerText.trim() === 'No'); if (no) no.click();"
+    )
 
 
 def open_assignments(driver) -> None:
@@ -94,10 +98,17 @@ def open_assignments(driver) -> None:
     from selenium.webdriver.common.by import By
 
     next(m for m in driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item") if m.text == "Nbgrader").click()
-    menu = wait_for(driver, "return Array.from(document.querySelectorAll('.lm-Menu-itemLabel')).map(e => e.innerText)")
+    menu = wait_for(
+        driver, "return Array.from(document.querySelectorAll('.lm-Menu-itemLabel')).map(e => e.innerText)"
+    )
     assert menu == ["Assignment List"] + [""] * (len(menu) - 1), f"a student's Nbgrader menu: {menu}"
-    next(m for m in driver.find_elements(By.CSS_SELECTOR, ".lm-Menu-item") if m.text == "Assignment List").click()
-    wait_for(driver, "return document.querySelector('#jp-main-dock-panel').innerText.includes('Released assignments')")
+    next(
+        m for m in driver.find_elements(By.CSS_SELECTOR, ".lm-Menu-item") if m.text == "Assignment List"
+    ).click()
+    wait_for(
+        driver,
+        "return document.querySelector('#jp-main-dock-panel').innerText.includes('Released assignments')",
+    )
 
 
 def panel_text(driver) -> str:
@@ -118,8 +129,9 @@ def hub(tmp_path):
     shutil.copytree(ROOT / "deploy", course / "deploy")
     (course / "build").mkdir()
     (course / "build" / "vendor").symlink_to(ROOT / "build" / "vendor")
-    (course / "students.csv").write_text("student_id,name\n" + "".join(f"{s},Student {s[-1].upper()}\n"
-                                                                        for s in students))
+    (course / "students.csv").write_text(
+        "student_id,name\n" + "".join(f"{s},Student {s[-1].upper()}\n" for s in students)
+    )
     # outside the course: what the course folder holds is private but for its public entries (access.py)
     environment = Path(tempfile.mkdtemp(prefix="course-hub-python-"))
     environment.chmod(0o755)
@@ -163,7 +175,9 @@ def test_a_term_on_the_hub(hub, tmp_path):
         times["A logs in, server started"] = time.monotonic() - started
         open_assignments(driver)
         click_button(driver, "Fetch")
-        wait_for(driver, "return document.querySelector('#jp-main-dock-panel').innerText.includes('Submit')", 60)
+        wait_for(
+            driver, "return document.querySelector('#jp-main-dock-panel').innerText.includes('Submit')", 60
+        )
         screenshot(driver, "1-student-a-fetched")
 
         # Open the fetched notebook and answer the first two exercises, as a student types them.
@@ -171,21 +185,38 @@ def test_a_term_on_the_hub(hub, tmp_path):
         wait_for(driver, "return document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length > 3", 90)
         for stub, answer in ANSWERS.items():
             # JupyterLab renders only the cells near the view: scroll down until the exercise's cell is there.
-            editor = wait_for(driver, """const found = Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Cell .cm-content'))
+            editor = wait_for(
+                driver,
+                """const found = Array.from(
+                  document.querySelectorAll('.jp-NotebookPanel .jp-Cell .cm-content'))
                 .find(e => e.innerText.startsWith(arguments[0]));
-                if (!found) document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollBy(0, 600);
-                return found || null;""", 60, stub)
+                if (!found)
+                  document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').scrollBy(0, 600);
+                return found || null;""",
+                60,
+                stub,
+            )
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", editor)
             editor.click()
-            ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(answer).perform()
+            ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(
+                answer
+            ).perform()
         ActionChains(driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()
-        wait_for(driver, "return !document.querySelector('.jp-NotebookPanel-toolbar .jp-mod-dirty, "
-                         ".lm-TabBar-tab.jp-mod-dirty')", 30)
+        wait_for(
+            driver,
+            "return !document.querySelector('.jp-NotebookPanel-toolbar .jp-mod-dirty, "
+            ".lm-TabBar-tab.jp-mod-dirty')",
+            30,
+        )
 
         started = time.monotonic()
         click_button(driver, "Validate", ".jp-NotebookPanel-toolbar")
-        dialog = wait_for(driver, "const d = document.querySelector('.jp-Dialog-content');"
-                                  "return d && /failed|Success/.test(d.innerText) && d.innerText", 240)
+        dialog = wait_for(
+            driver,
+            "const d = document.querySelector('.jp-Dialog-content');"
+            "return d && /failed|Success/.test(d.innerText) && d.innerText",
+            240,
+        )
         times["Validate"] = time.monotonic() - started
         screenshot(driver, "2-student-a-validate")
         # The first failing cell is the next exercise's: the answered ones passed their visible checks.
@@ -197,16 +228,24 @@ def test_a_term_on_the_hub(hub, tmp_path):
         wait_for(driver, "return !!document.querySelector('.lm-MenuBar-itemLabel')", 60)
         open_assignments(driver)
         click_button(driver, "Submit")
-        wait_for(driver, "return /Submitted assignments[\\s\\S]*01_rnn_baselines/.test("
-                         "document.querySelector('#jp-main-dock-panel').innerText)", 60)
+        wait_for(
+            driver,
+            "return /Submitted assignments[\\s\\S]*01_rnn_baselines/.test("
+            "document.querySelector('#jp-main-dock-panel').innerText)",
+            60,
+        )
         screenshot(driver, "3-student-a-submitted")
 
         log_in(driver, base, student_b, passwords[student_b])
         open_assignments(driver)
         click_button(driver, "Fetch")
         click_button(driver, "Submit")
-        wait_for(driver, "return /Submitted assignments[\\s\\S]*01_rnn_baselines/.test("
-                         "document.querySelector('#jp-main-dock-panel').innerText)", 60)
+        wait_for(
+            driver,
+            "return /Submitted assignments[\\s\\S]*01_rnn_baselines/.test("
+            "document.querySelector('#jp-main-dock-panel').innerText)",
+            60,
+        )
 
         started = time.monotonic()
         collected = course_command(course, "collect", ASSIGNMENT)
@@ -222,8 +261,12 @@ def test_a_term_on_the_hub(hub, tmp_path):
         log_in(driver, base, student_a, passwords[student_a])
         open_assignments(driver)
         click_button(driver, "Fetch Feedback")
-        wait_for(driver, """return Array.from(document.querySelectorAll('#jp-main-dock-panel a'))
-            .find(a => /view feedback/i.test(a.innerText)) || null;""", 60)
+        wait_for(
+            driver,
+            """return Array.from(document.querySelectorAll('#jp-main-dock-panel a'))
+            .find(a => /view feedback/i.test(a.innerText)) || null;""",
+            60,
+        )
         screenshot(driver, "4-student-a-feedback-fetched")
         home = Path(pwd.getpwnam(student_a).pw_dir)
         pages = list((home / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html"))
@@ -240,8 +283,16 @@ def test_a_term_on_the_hub(hub, tmp_path):
     assert "Exercise 2 · rnn_forward" in page and "c10-test-forward\t0 / 2\tfailed" in page, page[:2000]
     assert "hidden check" in page and "(rnn_forward)" in page, page[:3000]
     assert "(ElmanRNNLM): it raised NotImplementedError" in page, page[:3000]
-    hidden_code = [line.strip() for cell in source_cells(course / "solutions" / ASSIGNMENT / NOTEBOOK)
-                   if cell.kind == "test" for kind, code in split_test_cell(cell.source) if kind == "hidden"
-                   for line in code.splitlines() if len(line.strip()) > 25]
-    assert hidden_code and not [line for line in hidden_code if line in page], "hidden test code in the feedback"
+    hidden_code = [
+        line.strip()
+        for cell in source_cells(course / "solutions" / ASSIGNMENT / NOTEBOOK)
+        if cell.kind == "test"
+        for kind, code in split_test_cell(cell.source)
+        if kind == "hidden"
+        for line in code.splitlines()
+        if len(line.strip()) > 25
+    ]
+    assert hidden_code and not [line for line in hidden_code if line in page], (
+        "hidden test code in the feedback"
+    )
     print("seconds:", {name: round(seconds, 1) for name, seconds in times.items()})

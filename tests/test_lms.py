@@ -42,7 +42,8 @@ dana,"Dunn, Dana",dana@uni.example,1004,S4,dana.l,Lab B,Participant 14
 """
 
 
-def _record(root: Path, student: str, assignment: str, status: str, reason: str, review: str | None = None) -> None:
+def _record(root: Path, student: str, assignment: str, status: str, reason: str,
+            review: str | None = None) -> None:
     folder = root / "autograded" / student / assignment
     folder.mkdir(parents=True)
     points = TESTS[assignment]
@@ -75,7 +76,8 @@ def course(tmp_path_factory) -> Path:
 
 def _export(course: Path, fmt: str, out: Path, only: list[str] | None = None, **options) -> tuple[int, str]:
     err = io.StringIO()
-    status = export_lms(course, assignments(course, only), fmt, out, stdout=io.StringIO(), stderr=err, **options)
+    status = export_lms(course, assignments(course, only), fmt, out, stdout=io.StringIO(), stderr=err,
+                        **options)
     return status, err.getvalue()
 
 
@@ -178,10 +180,12 @@ def test_moodle_worksheet_is_filled_in_place(course, tmp_path):
 
 def test_moodle_reports_a_different_maximum(course, tmp_path):
     export = tmp_path / "worksheet.csv"
-    export.write_text("Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
-                      "Last modified (submission),Last modified (grade),Feedback comments\n"
-                      "Participant 11,Alice Liddell,alice@uni.example,Submitted for grading,,100.00,Yes,-,-,\n")
-    _, err = _export(course, "moodle", tmp_path / "out", ["a1"], lms_file=export, roster=course / "students.csv")
+    export.write_text(
+        "Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
+        "Last modified (submission),Last modified (grade),Feedback comments\n"
+        "Participant 11,Alice Liddell,alice@uni.example,Submitted for grading,,100.00,Yes,-,-,\n")
+    _, err = _export(course, "moodle", tmp_path / "out", ["a1"], lms_file=export,
+                     roster=course / "students.csv")
     assert "Moodle's maximum grade is 100.00, ours 5" in err
 
 
@@ -211,11 +215,14 @@ def test_everyone_graded_and_listed_exits_zero(course, tmp_path):
 
 def test_the_command_line(course, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(course)
-    assert main(["grades", "--format", "canvas", "--roster", "students.csv", "--out", str(tmp_path / "c.csv")]) == 1
+    assert main(
+        ["grades", "--format", "canvas", "--roster", "students.csv", "--out",
+         str(tmp_path / "c.csv")]) == 1
     captured = capsys.readouterr()
     assert f"wrote {tmp_path / 'c.csv'}" in captured.out and "eve: in the gradebook" in captured.err
     assert main(["grades", "--format", "moodle", "a2", "--out", str(tmp_path / "moodle")]) == 1
-    assert "eve: in the gradebook but not in the roster students.csv" in capsys.readouterr().err  # the default roster
+    assert "eve: in the gradebook but not in the roster students.csv" in capsys.readouterr(
+    ).err  # the default roster
     assert len(_read(tmp_path / "moodle" / "a2.csv")) == 5
     assert main(["grades", "--csv", str(tmp_path / "plain.csv")]) == 1  # the default format is unchanged
     assert tuple(_read(tmp_path / "plain.csv")[0]) == COLUMNS
@@ -230,8 +237,8 @@ MOODLE_HEADER = ("Identifier,Full name,Email address,Status,Grade,Maximum Grade,
 
 
 @pytest.mark.parametrize("ids_only", [False, True], ids=["the roster", "a roster of ids only"])
-def test_a_moodle_email_whose_local_part_is_another_students_id_gets_nothing(course, tmp_path, monkeypatch, capsys,
-                                                                              ids_only):
+def test_a_moodle_email_whose_local_part_is_another_students_id_gets_nothing(course, tmp_path, monkeypatch,
+                                                                             capsys, ids_only):
     """Zed has no submission; the part before the @ of Zed's address is alice's id. Zed's row stays
     as it was and alice's grade goes nowhere but alice's own row, found by her full address."""
     export = tmp_path / "worksheet.csv"
@@ -243,8 +250,12 @@ def test_a_moodle_email_whose_local_part_is_another_students_id_gets_nothing(cou
         roster = tmp_path / "ids.csv"
         roster.write_text("student_id\nalice\nbob\ncarl\ndana\n")
     monkeypatch.chdir(course)
-    assert main(["grades", "--format", "moodle", "a1", "--lms-file", str(export), "--out", str(tmp_path / "out"),
-                 "--roster", str(roster)]) == 1
+    assert main([
+        "grades", "--format", "moodle", "a1", "--lms-file",
+        str(export), "--out",
+        str(tmp_path / "out"), "--roster",
+        str(roster)
+    ]) == 1
     header, zed, alice = _read(tmp_path / "out" / "a1.csv")
     grade = header.index("Grade")
     assert zed[grade] == ""
@@ -271,7 +282,8 @@ def test_rows_that_name_two_students_or_contradict_one_are_not_filled(course, tm
     assert [mallory[5], impostor[5], dana[5], dana_again[5]] == ["", "", "", ""]
     assert bob[5] == ""  # bob needs review: his own row, left empty for that reason
     assert status == 1
-    assert "row 3 (Mallory): names more than one student of the roster (alice by ID; bob by SIS Login ID)" in err
+    assert ("row 3 (Mallory): names more than one student of the roster "
+            "(alice by ID; bob by SIS Login ID)") in err
     # carl's id as a SIS Login ID, when carl has a SIS login of his own (carl.l): nobody
     assert "row 4 (Carl Impostor) · a1: not in the gradebook" in err
     assert "row 5 (Dana): rows 5, 6 all identify dana" in err and "row 6 (Dana again)" in err

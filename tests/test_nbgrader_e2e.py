@@ -34,7 +34,8 @@ def test_generate_submit_autograde_and_read_the_gradebook(tmp_path):
         shutil.copy(notebook, folder / assignment.release.name)
         (folder / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
     for module in ("course_lib.py", "torch.py"):
-        (tmp_path / "submitted" / "shadowed" / assignment.id / module).write_text("raise SystemExit('shadowed')\n")
+        (tmp_path / "submitted" / "shadowed" / assignment.id /
+         module).write_text("raise SystemExit('shadowed')\n")
 
     for student in submissions:
         result = api.autograde(assignment.id, student, force=True, create=True)

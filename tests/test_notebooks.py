@@ -13,11 +13,15 @@ pytestmark = pytest.mark.parametrize("assignment", assignment_params())
 def test_notebooks_are_stored_normalised(assignment):
     for path in (assignment.source, assignment.release):
         text = path.read_text(encoding="utf-8")
-        assert text == dumps(normalised(read_notebook(path))), f"{path} has outputs or stray metadata: run `course release`"
+        assert text == dumps(normalised(
+            read_notebook(path))), f"{path} has outputs or stray metadata: run `course release`"
 
 
 def test_every_cell_has_slide_metadata(assignment):
-    missing = [c.id for c in read_notebook(assignment.source).cells if "slide_type" not in c.metadata.get("slideshow", {})]
+    missing = [
+        c.id for c in read_notebook(assignment.source).cells
+        if "slide_type" not in c.metadata.get("slideshow", {})
+    ]
     assert not missing, f"cells without slideshow metadata: {missing}"
 
 

@@ -36,7 +36,8 @@ def test_plot_losses():
 
 def test_plot_heatmap():
     weights = torch.softmax(torch.randn(3, 5), dim=-1)
-    ax = plot_heatmap(weights, row_labels=["le", "chat", "<eos>"], col_labels=list("abcde"), title="attention")
+    ax = plot_heatmap(weights, row_labels=["le", "chat", "<eos>"], col_labels=list("abcde"),
+                      title="attention")
     assert len(ax.get_images()) == 1
     assert ax.get_images()[0].get_array().shape == (3, 5)
     assert [t.get_text() for t in ax.get_xticklabels()] == list("abcde")

@@ -28,7 +28,8 @@ def rope_complex(x, positions, base=10000.0):
     """RoPE as complex multiplication of (x_2i + i x_2i+1) by e^{i m w_i}, in float64."""
     x = x.double()
     d = x.shape[-1]
-    angle = torch.as_tensor(positions, dtype=torch.float64)[..., None] * base ** (-torch.arange(0, d, 2).double() / d)
+    angle = torch.as_tensor(positions,
+                            dtype=torch.float64)[..., None] * base**(-torch.arange(0, d, 2).double() / d)
     z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
     return torch.view_as_real(z * torch.polar(torch.ones_like(angle), angle)).flatten(-2)
 
@@ -73,18 +74,22 @@ def test_rotation_is_block_diagonal_orthogonal_and_a_group():
     assert (R[~blocks] == 0).all()
     assert_close(R @ R.T, torch.eye(10, dtype=torch.float64))
     assert_close(relative_rotation(-7, 10, dtype=torch.float64), R.T)
-    assert_close(relative_rotation(3, 10, dtype=torch.float64) @ relative_rotation(-11, 10, dtype=torch.float64),
-                 relative_rotation(-8, 10, dtype=torch.float64))
+    assert_close(
+        relative_rotation(3, 10, dtype=torch.float64) @ relative_rotation(-11, 10, dtype=torch.float64),
+        relative_rotation(-8, 10, dtype=torch.float64))
     assert_close(relative_rotation(0, 6), torch.eye(6))
 
 
 # --------------------------------------------------------------------------- RoPE
-@pytest.mark.parametrize("shape, positions", [
-    ((5, 8), torch.arange(5)),
-    ((2, 4, 6), torch.tensor([7, 0, 3, 12])),
-    ((2, 3, 4, 16), torch.arange(4) + 100),
-    ((2, 3, 4, 16), torch.tensor([[[0, 1, 2, 3]], [[9, 10, 11, 12]]])),  # (B, 1, T): a different offset per row
-])
+@pytest.mark.parametrize(
+    "shape, positions",
+    [
+        ((5, 8), torch.arange(5)),
+        ((2, 4, 6), torch.tensor([7, 0, 3, 12])),
+        ((2, 3, 4, 16), torch.arange(4) + 100),
+        ((2, 3, 4, 16), torch.tensor([[[0, 1, 2, 3]], [[9, 10, 11, 12]]
+                                      ])),  # (B, 1, T): a different offset per row
+    ])
 def test_rope_matches_complex_multiplication(shape, positions):
     seed_everything(0)
     x = torch.randn(*shape)
@@ -96,7 +101,8 @@ def test_rope_matches_complex_multiplication(shape, positions):
 def test_rope_base_and_dtype():
     x = torch.randn(3, 8, dtype=torch.float64)
     expected = rope_complex(x, torch.arange(3), base=100.0)
-    assert_close(apply_rope(x, torch.arange(3), base=100.0), expected, atol=1e-12, rtol=1e-12)  # float64 stays float64
+    assert_close(apply_rope(x, torch.arange(3), base=100.0), expected, atol=1e-12,
+                 rtol=1e-12)  # float64 stays float64
     assert apply_rope(x.to(torch.bfloat16), torch.arange(3)).dtype == torch.bfloat16
 
 
@@ -111,7 +117,8 @@ def test_rope_keeps_norms_and_leaves_position_zero():
 def test_rope_scores_depend_only_on_the_distance(seed):
     g = torch.Generator().manual_seed(seed)
     d = 2 * int(torch.randint(1, 33, (), generator=g))
-    q, k = (torch.randn(100, 1, d, generator=g, dtype=torch.float64) for _ in range(2))  # 100 vectors, T = 1 each
+    q, k = (torch.randn(100, 1, d, generator=g, dtype=torch.float64)
+            for _ in range(2))  # 100 vectors, T = 1 each
     m, n, c = (torch.randint(0, 500, (100, 1), generator=g) for _ in range(3))
     score = (apply_rope(q, m) * apply_rope(k, n)).sum(-1)
     assert_close((apply_rope(q, m + c) * apply_rope(k, n + c)).sum(-1), score, atol=1e-9, rtol=1e-9)
@@ -121,7 +128,9 @@ def test_rope_scores_depend_only_on_the_distance(seed):
 def test_rope_is_the_inverse_rotation_of_section_3():
     x = torch.randn(12, dtype=torch.float64)
     for m in (0, 1, 9, -4):
-        assert_close(apply_rope(x[None], torch.tensor([m]))[0], relative_rotation(-m, 12, dtype=torch.float64) @ x)
+        assert_close(
+            apply_rope(x[None], torch.tensor([m]))[0],
+            relative_rotation(-m, 12, dtype=torch.float64) @ x)
 
 
 # --------------------------------------------------------------------------- learned
@@ -229,7 +238,8 @@ def one_thread():
 
 def test_accuracy_by_position_and_a_short_training_run(one_thread):
     seed_everything(0)
-    cfg = OrderTaskConfig(positional="rope", min_len=6, max_train_len=12, d_model=32, n_heads=2, n_layers=1, d_ff=32)
+    cfg = OrderTaskConfig(positional="rope", min_len=6, max_train_len=12, d_model=32, n_heads=2, n_layers=1,
+                          d_ff=32)
     model = OrderEncoder(cfg)
     before = accuracy_by_position(model, 12, n=64)
     assert before.shape == (12,) and before[:3].isnan().all() and not before[3:].isnan().any()

@@ -59,13 +59,15 @@ json.dump(readable, sys.stdout)
 
 def course(*arguments: str, cwd: Path) -> str:
     done = subprocess.run(COURSE + list(arguments), cwd=cwd, capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), f"course {' '.join(arguments)}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
+    assert done.returncode in (0,
+                               1), f"course {' '.join(arguments)}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
     return done.stdout
 
 
 def git(*arguments: str, cwd: Path) -> None:
-    subprocess.run(["git", "-c", "user.name=Instructor", "-c", "user.email=instructor@uni.example", *arguments],
-                   cwd=cwd, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=Instructor", "-c", "user.email=instructor@uni.example", *arguments], cwd=cwd,
+        check=True, capture_output=True)
 
 
 def every_path(folder: Path) -> list[str]:
@@ -92,16 +94,18 @@ def check_only_public_is_readable(root: Path, paths: list[str], readable: set[st
     assert not private_but_readable, f"{len(private_but_readable)} private paths readable by a student: " \
                                      f"{private_but_readable[:20]}"
     # what students need, all the way down (the exchange keeps nbgrader's own modes inside: checked apart)
-    public_but_unreadable = sorted(path for path, entry in public.items() if entry and entry.kind is not Kind.EXCHANGE
-                                   and path not in readable and not os.path.islink(path))
+    public_but_unreadable = sorted(
+        path for path, entry in public.items()
+        if entry and entry.kind is not Kind.EXCHANGE and path not in readable and not os.path.islink(path))
     assert not public_but_unreadable, f"public but unreadable: {public_but_unreadable[:20]}"
 
 
 LAID_OUT = ("solutions/a1/a1.ipynb", "notebooks/a1/a1.ipynb", "course_lib/__init__.py", "course_tools/x.py",
             "build/data/corpus.txt", "build/sample/solutions/a1/a1.ipynb", "build/autograde/a1/probes/0.pkl",
-            "build/executed/a1.ipynb", "deploy/jupyterhub_config.py", "deploy/jupyter/student/nbgrader_config.py",
-            "gradebook.db", "gradebook-backups/gradebook.db.1", "students.csv", "submitted/s1/a1/a1.ipynb",
-            "autograded/s1/a1/grading.json", "feedback/s1/a1/a1.html", ".venv/bin/python", "tests/bugs/a1.py")
+            "build/executed/a1.ipynb", "deploy/jupyterhub_config.py",
+            "deploy/jupyter/student/nbgrader_config.py", "gradebook.db", "gradebook-backups/gradebook.db.1",
+            "students.csv", "submitted/s1/a1/a1.ipynb", "autograded/s1/a1/grading.json",
+            "feedback/s1/a1/a1.html", ".venv/bin/python", "tests/bugs/a1.py")
 
 
 def test_after_one_command_and_other_tools_a_student_reads_only_what_is_public(accounts):
@@ -115,7 +119,8 @@ def test_after_one_command_and_other_tools_a_student_reads_only_what_is_public(a
         git("init", "-q", cwd=root)
         subprocess.run(["chmod", "-R", "a+rwX", str(root)], check=True)  # as careless as can be
         course("grades", cwd=root)
-        # other tools, after the last `course` command: new files at the top and in build/ are private from birth
+        # other tools, after the last `course` command: new files at the top and in build/ are private from
+        # birth
         git("add", "-A", cwd=root)
         git("commit", "-q", "-m", "everything", cwd=root)
         (root / "gradebook.db.bak").write_text("a copy")
@@ -126,8 +131,10 @@ def test_after_one_command_and_other_tools_a_student_reads_only_what_is_public(a
         paths = every_path(root)
         readable = readable_by(student, accounts.python, paths, accounts.folder)
         check_only_public_is_readable(root, paths, readable)
-        assert str(root / "notebooks" / "a2" / "a2.ipynb") in readable and str(root / "course_lib") in readable
-        assert str(root / "nbgrader_config.py") in readable and str(root) not in readable  # passable, not listable
+        assert str(root / "notebooks" / "a2" / "a2.ipynb") in readable and str(
+            root / "course_lib") in readable
+        assert str(
+            root / "nbgrader_config.py") in readable and str(root) not in readable  # passable, not listable
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -141,7 +148,8 @@ def test_after_a_whole_term_a_student_reads_only_what_is_public(accounts):
     try:
         make_toy_course(root)
         shutil.copytree(ROOT / "deploy", root / "deploy")
-        shutil.copytree(ROOT / "course_lib", root / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / "course_lib", root / "course_lib",
+                        ignore=shutil.ignore_patterns("__pycache__"))
         (root / "build" / "data").mkdir(parents=True)
         (root / "build" / "data" / "corpus.txt").write_text("to be or not to be\n")
         (root / "students.csv").write_text(f"student_id,name,canvas_id\n{alice},Alice,1001\n{bob},Bob,1002\n"
@@ -164,7 +172,8 @@ def test_after_a_whole_term_a_student_reads_only_what_is_public(accounts):
             handle.writestr(f"lmscarol_1003_1_{ASSIGNMENT}.ipynb", nbformat.writes(answered))
         assert "carol" in course("collect", "--zip", str(download), ASSIGNMENT, cwd=root)
         download.unlink()
-        (root / ".venv" / "bin").mkdir(parents=True)  # an environment installed mid-term, under the private default
+        (root / ".venv" / "bin").mkdir(
+            parents=True)  # an environment installed mid-term, under the private default
         (root / ".venv" / "bin" / "python").write_text("#!/bin/sh\n")
         course("build", "--profile", "smoke", ASSIGNMENT, cwd=root)
         course("sample", ASSIGNMENT, cwd=root)
@@ -175,7 +184,8 @@ def test_after_a_whole_term_a_student_reads_only_what_is_public(accounts):
         course("grades", "--format", "canvas", cwd=root)
         course("grades", "--format", "moodle", ASSIGNMENT, cwd=root)
         course("similarity", ASSIGNMENT, cwd=root)
-        git("add", "-A", cwd=root)  # the scratch course has no .gitignore: the gradebook and roster go into .git
+        git("add", "-A",
+            cwd=root)  # the scratch course has no .gitignore: the gradebook and roster go into .git
         git("commit", "-q", "-m", "the term", cwd=root)  # after the last `course` command: nothing re-applies
 
         # alice fetches her feedback, as the Assignments tab does
@@ -199,7 +209,8 @@ def test_after_a_whole_term_a_student_reads_only_what_is_public(accounts):
                    f"autograded/{alice}/toy/grading.json", "build/sample/solutions/toy/toy.ipynb",
                    "build/sample/gradebook.db", "build/grades.csv", "build/similarity/toy/index.html"):
         assert str(root / secret) in paths, f"the term left no {secret}"
-    assert any("/gradebook-backups/" in path for path in paths) and any("/build/autograde/" in path for path in paths)
+    assert any("/gradebook-backups/" in path for path in paths) and any("/build/autograde/" in path
+                                                                        for path in paths)
 
     exchange = root / "build" / "exchange" / "attention-transformers"
     assert str(exchange / "outbound" / "toy" / "toy.ipynb") in readable

@@ -50,8 +50,10 @@ def test_unbacked_numbers_are_the_ones_nothing_backs():
 
 def test_rich_outputs_count_too():
     nb = _notebook(["It ran 3.25 s and saved 17.5 MB."])
-    nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "3.2512"}, execution_count=1),
-                           nbformat.v4.new_output("display_data", data={"text/html": "<td>17.50</td>"})]
+    nb.cells[0].outputs = [
+        nbformat.v4.new_output("execute_result", data={"text/plain": "3.2512"}, execution_count=1),
+        nbformat.v4.new_output("display_data", data={"text/html": "<td>17.50</td>"})
+    ]
     assert unbacked_numbers(nb) == []
 
 

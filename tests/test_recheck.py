@@ -44,14 +44,16 @@ def test_integer_and_bool_tensors_keep_their_dtype_floats_compare_by_value():
     assert "dtype" in compare(record(ids), record(ids.float()))
     assert "dtype" in compare(record(ids > 2), record((ids > 2).long()))
     assert compare(record(ids), record(ids.clone())) is None
-    assert compare(record(torch.tensor([0.5, 1.5])), record(torch.tensor([0.5, 1.5], dtype=torch.float64))) is None
+    assert compare(record(torch.tensor([0.5, 1.5])), record(torch.tensor([0.5, 1.5],
+                                                                         dtype=torch.float64))) is None
 
 
 def test_mappings_may_hold_extra_keys_counters_compare_their_non_zero_counts():
     assert compare(record({"a": 1, "b": 2.0}), record({"a": 1, "b": 2.0, "total": 3})) is None
     assert "no key" in compare(record({"a": 1, "b": 2}), record({"a": 1}))
     assert compare(record(collections.Counter(x=2)), record(collections.Counter(x=2, y=0))) is None
-    assert "non-zero counts" in compare(record(collections.Counter(x=2)), record(collections.Counter(x=2, y=1)))
+    assert "non-zero counts" in compare(record(collections.Counter(x=2)),
+                                        record(collections.Counter(x=2, y=1)))
 
 
 def test_modules_compare_parameters_by_shape_not_name():
@@ -84,14 +86,18 @@ def test_a_checked_value_is_compared_with_what_the_test_expected_at_its_toleranc
     expected = record(solution, checks=[{"path": [], "expected": plain(truth), "atol": 1e-3, "rtol": 0.0}])
     assert compare(expected, record(solution + 5e-4)) is None  # within the test's own tolerance
     assert "values differ" in compare(expected, record(solution + 2e-3))
-    pair = record((solution, solution), checks=[{"path": [1], "expected": plain(truth), "atol": 1e-3, "rtol": 0.0}])
+    pair = record((solution, solution),
+                  checks=[{"path": [1], "expected": plain(truth), "atol": 1e-3, "rtol": 0.0}])
     assert "return value[0]" in compare(pair, record((solution + 1e-3, solution)))  # item 0: vs the solution
 
 
 def test_gradients_are_compared_where_recorded():
     expected = record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))], "parameters": {}})
-    assert compare(expected, record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))], "parameters": {}})) is None
-    assert "gradient" in compare(expected, record(torch.ones(2), gradients={"inputs": [None], "parameters": {}}))
+    assert compare(expected,
+                   record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))],
+                                                    "parameters": {}})) is None
+    assert "gradient" in compare(expected,
+                                 record(torch.ones(2), gradients={"inputs": [None], "parameters": {}}))
 
 
 def test_an_expected_error_matches_any_error_but_not_writing_the_answer():
@@ -116,7 +122,8 @@ def test_random_answers_are_compared_by_distribution():
 
 def test_a_result_is_found_by_identity():
     a, b = torch.zeros(1), torch.zeros(1)
-    assert path_to((a, {"w": b}), b) == (1, "w") and path_to(a, a) == () and path_to((a,), torch.zeros(1)) is None
+    assert path_to((a, {"w": b}), b) == (1, "w") and path_to(a, a) == () and path_to(
+        (a, ), torch.zeros(1)) is None
 
 
 def test_test_cells_split_into_visible_and_hidden_parts():
@@ -127,7 +134,8 @@ def test_test_cells_split_into_visible_and_hidden_parts():
 
 
 def test_redacted_sources_keep_the_names_but_not_the_code():
-    source = "import torch\n\ndef softmax(x):\n    return x.exp() / x.exp().sum()\n\nclass M:\n    def forward(self):\n        return 1\n"
+    source = ("import torch\n\ndef softmax(x):\n    return x.exp() / x.exp().sum()\n\nclass M:\n    def "
+              "forward(self):\n        return 1\n")
     text, removed = redact_source(source, {"softmax", "course_lib.m.M"}, "course_lib.m")
     assert removed == ["course_lib.m.softmax", "course_lib.m.M"]
     assert "exp" not in text and "return 1" not in text and "def softmax" in text and "class M" in text
@@ -155,9 +163,13 @@ def test_a_pasted_reference_is_flagged_and_an_own_answer_is_not():
     references = reference_sources({"masked_softmax"})
     pasted = references["course_lib.attention.masked_softmax"].replace("scores", "s").replace("mask", "m")
     assert pasted_references({"cell": pasted}, references)
-    own = ("def masked_softmax(scores, mask=None):\n    if mask is not None:\n"
-           "        scores = scores.masked_fill(~mask, -1e30)\n    w = (scores - scores.amax(-1, keepdim=True)).exp()\n"
-           "    if mask is not None:\n        w = w * mask\n    return w / w.sum(-1, keepdim=True).clamp_min(1e-30)\n")
+    own = (
+        "def masked_softmax(scores, mask=None):\n    if mask is not None:\n"
+        "        scores = scores.masked_fill(~mask, -1e30)\n    w = (scores - scores.amax(-1, "
+        "keepdim=True)).exp()\n"
+        "    if mask is not None:\n        w = w * mask\n    return w / w.sum(-1, "
+        "keepdim=True).clamp_min(1e-30)\n"
+    )
     assert not pasted_references({"cell": own}, references)
 
 

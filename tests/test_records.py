@@ -97,7 +97,10 @@ def test_only_the_record_model_reads_or_writes_the_record():
 
 def test_only_the_course_directory_model_spells_the_per_student_folders():
     """submitted/, autograded/ and feedback/ are named in course.py only (Assignment.submitted, ...)."""
-    spelled = [path.name for path in (ROOT / "course_lib").rglob("*.py") if path.name != "course.py"
-               and any(joined in path.read_text(encoding="utf-8") for name in ("submitted", "autograded", "feedback")
-                       for joined in (f'/ "{name}"', f'"{name}" /', f'"{name}/'))]
+    spelled = [
+        path.name for path in (ROOT / "course_lib").rglob("*.py")
+        if path.name != "course.py" and any(joined in path.read_text(encoding="utf-8")
+                                            for name in ("submitted", "autograded", "feedback")
+                                            for joined in (f'/ "{name}"', f'"{name}" /', f'"{name}/'))
+    ]
     assert spelled == []

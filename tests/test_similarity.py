@@ -25,7 +25,14 @@ import pytest
 
 from course_tools.course import assignments
 from course_tools.publishing.sample import scratch_course, submit
-from course_tools.classroom.similarity import DEFAULT_THRESHOLD, Pair, collect, compare, given_cells, similarity_report
+from course_tools.classroom.similarity import (
+    DEFAULT_THRESHOLD,
+    Pair,
+    collect,
+    compare,
+    given_cells,
+    similarity_report,
+)
 from course_tools.grading.submission import release_stubs, source_cells
 
 from .alternatives import catalogue as alternatives
@@ -294,16 +301,38 @@ INDEPENDENT = ("ada", "carol", "dave", "erin")
 
 
 def _notebook(answers: dict[str, str], with_solution_markers: bool = False) -> nbformat.NotebookNode:
-    notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
-        "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
-    notebook.cells = [cell("markdown", "# BLEU and a vocabulary", "intro"),
-                      cell("code", GIVEN, "given", {"grade": False, "solution": False, "locked": True,
-                                                     "grade_id": "given"})]
+    notebook = nbformat.v4.new_notebook(
+        metadata={
+            "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+        }
+    )
+    notebook.cells = [
+        cell("markdown", "# BLEU and a vocabulary", "intro"),
+        cell(
+            "code", GIVEN, "given", {"grade": False, "solution": False, "locked": True, "grade_id": "given"}
+        ),
+    ]
     for grade_id, code in answers.items():
-        cells = [cell("code", code, grade_id.replace("_", "-"),
-                      {"grade": False, "solution": True, "locked": False, "grade_id": grade_id}),
-                 cell("code", f"assert {grade_id.split('_')[1]} is not None", f"test-{grade_id}",
-                      {"grade": True, "solution": False, "locked": True, "points": 1, "grade_id": f"test_{grade_id}"})]
+        cells = [
+            cell(
+                "code",
+                code,
+                grade_id.replace("_", "-"),
+                {"grade": False, "solution": True, "locked": False, "grade_id": grade_id},
+            ),
+            cell(
+                "code",
+                f"assert {grade_id.split('_')[1]} is not None",
+                f"test-{grade_id}",
+                {
+                    "grade": True,
+                    "solution": False,
+                    "locked": True,
+                    "points": 1,
+                    "grade_id": f"test_{grade_id}",
+                },
+            ),
+        ]
         notebook.cells += cells
     return notebook
 
@@ -324,8 +353,10 @@ def toy_course(root: Path, students: dict[str, dict[str, str]]) -> Path:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    root = toy_course(tmp_path_factory.mktemp("similarity"), {
-        "ada": ADA, "bob": BOB, "carol": CAROL, "dave": DAVE, "erin": ERIN, "fay": STUBS, "gus": STUBS})
+    root = toy_course(
+        tmp_path_factory.mktemp("similarity"),
+        {"ada": ADA, "bob": BOB, "carol": CAROL, "dave": DAVE, "erin": ERIN, "fay": STUBS, "gus": STUBS},
+    )
     broken = root / "submitted" / "hal" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     broken.parent.mkdir(parents=True)
     broken.write_text('{"cells": [{"cell_type": "code", "source": "def sentence_bleu(')
@@ -342,27 +373,43 @@ def pairs(course) -> dict[frozenset, Pair]:
 @pytest.mark.parametrize("answers", [BOB, CAROL, DAVE, ERIN], ids=["bob", "carol", "dave", "erin"])
 def test_every_fixture_is_a_correct_solution(answers):
     """The independent solutions are independent *correct* solutions: they agree with ada's."""
+
     def run(code: dict[str, str]) -> dict:
         space: dict = {}
         exec(GIVEN + "\n\n" + "\n\n".join(code.values()), space)  # our own fixtures, not a student's
         return space
 
     reference, candidate = run(ADA), run(answers)
-    cases = [("the cat sat on the mat".split(), ["the cat is on the mat".split(), "a cat sat on the mat".split()]),
-             ("the the the the the the the".split(), ["the cat is on the mat".split()]),
-             ("a cat".split(), ["the cat is on the mat".split()]),
-             ("it is a guide to action which ensures that the military always obeys the commands of the party".split(),
-              ["it is a guide to action that ensures that the military will forever heed party commands".split(),
-               "it is the practical guide for the army always to heed the directions of the party".split()])]
+    cases = [
+        ("the cat sat on the mat".split(), ["the cat is on the mat".split(), "a cat sat on the mat".split()]),
+        ("the the the the the the the".split(), ["the cat is on the mat".split()]),
+        ("a cat".split(), ["the cat is on the mat".split()]),
+        (
+            ("it is a guide to action which ensures that the military always obeys "
+             "the commands of the party").split(),
+            [
+                ("it is a guide to action that ensures that the military will forever heed "
+                 "party commands").split(),
+                "it is the practical guide for the army always to heed the directions of the party".split(),
+            ],
+        ),
+    ]
     for hypothesis, references in cases:
         for name in ("clipped_precision",):
             for n in (1, 2):
-                assert candidate[name](hypothesis, references, n) == reference[name](hypothesis, references, n)
-        assert math.isclose(candidate["sentence_bleu"](hypothesis, references),
-                            reference["sentence_bleu"](hypothesis, references), abs_tol=1e-12)
+                assert candidate[name](hypothesis, references, n) == reference[name](
+                    hypothesis, references, n
+                )
+        assert math.isclose(
+            candidate["sentence_bleu"](hypothesis, references),
+            reference["sentence_bleu"](hypothesis, references),
+            abs_tol=1e-12,
+        )
     sentences = ["the cat sat", "the dog sat", "a cat ran"]
     for min_count in (1, 2):
-        assert candidate["build_vocab"](sentences, min_count) == reference["build_vocab"](sentences, min_count)
+        assert candidate["build_vocab"](sentences, min_count) == reference["build_vocab"](
+            sentences, min_count
+        )
     assert Counter(candidate["ngram_counts"]("a b a b".split(), 2)) == Counter({("a", "b"): 2, ("b", "a"): 1})
 
 
@@ -371,7 +418,7 @@ def test_a_disguised_copy_is_flagged(pairs):
 
 
 def test_independent_solutions_are_not_flagged(pairs):
-    for first, second in ((a, b) for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1:]):
+    for first, second in ((a, b) for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1 :]):
         assert not pairs[frozenset((first, second))].flagged(DEFAULT_THRESHOLD), (first, second)
     for student in ("carol", "dave", "erin"):  # nor is the copy like anyone but its original
         assert not pairs[frozenset(("bob", student))].flagged(DEFAULT_THRESHOLD)
@@ -387,13 +434,22 @@ def test_the_fixtures_scores(pairs):
     """The scores the README quotes: bob's copy is ada's answer in canonical form; the independent
     solutions stay far below the threshold."""
     assert pairs[frozenset(("ada", "bob"))].score == 1.0
-    assert max(pairs[frozenset((a, b))].score for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1:]) < 0.4
+    assert (
+        max(pairs[frozenset((a, b))].score for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1 :])
+        < 0.4
+    )
 
 
 def test_the_command_reports_flags_and_unreadable_notebooks(course, tmp_path):
     out, err = io.StringIO(), io.StringIO()
-    status = similarity_report(course, assignments(course, [ASSIGNMENT])[0], DEFAULT_THRESHOLD, tmp_path / "report",
-                               stdout=out, stderr=err)
+    status = similarity_report(
+        course,
+        assignments(course, [ASSIGNMENT])[0],
+        DEFAULT_THRESHOLD,
+        tmp_path / "report",
+        stdout=out,
+        stderr=err,
+    )
     assert status == 1
     flagged = [line for line in out.getvalue().splitlines() if line.endswith("FLAGGED")]
     assert len(flagged) == 1 and "ada" in flagged[0] and "bob" in flagged[0]
@@ -428,8 +484,14 @@ def test_what_students_wrote_is_escaped(course, tmp_path):
     nbformat.write(_notebook(code), hostile)
     try:
         out = io.StringIO()
-        similarity_report(course, assignments(course, [ASSIGNMENT])[0], DEFAULT_THRESHOLD, tmp_path / "report",
-                          stdout=out, stderr=io.StringIO())
+        similarity_report(
+            course,
+            assignments(course, [ASSIGNMENT])[0],
+            DEFAULT_THRESHOLD,
+            tmp_path / "report",
+            stdout=out,
+            stderr=io.StringIO(),
+        )
     finally:
         shutil.rmtree(course / "submitted" / "<script>x")
     page = (tmp_path / "report" / "index.html").read_text()
@@ -443,7 +505,8 @@ def test_the_command_line(course, monkeypatch, capsys):
     monkeypatch.chdir(course)
     assert main(["similarity", ASSIGNMENT, "--threshold", "0.99"]) == 1
     captured = capsys.readouterr()
-    assert "1 flagged at 0.99" in captured.out and "hal:" in captured.err  # the copy is the same in canonical form
+    # the copy is the same in canonical form
+    assert "1 flagged at 0.99" in captured.out and "hal:" in captured.err
     assert (course / "build" / "similarity" / ASSIGNMENT / "index.html").is_file()
     assert main(["similarity", ASSIGNMENT, "--threshold", "2"]) == 2
 
@@ -478,8 +541,11 @@ def real_class(assignment) -> dict[str, dict[str, str]]:
         by_name.setdefault(alternative.target, []).append(alternative.code)
     for i in range(max((len(codes) for codes in by_name.values()), default=0)):
         students[f"alternatives-{i + 1}"] = {
-            c.grade_id: "\n\n".join([stubs[c.grade_id], *(by_name[n][i] for n in c.names
-                                                          if i < len(by_name.get(n, ())))]) for c in cells}
+            c.grade_id: "\n\n".join(
+                [stubs[c.grade_id], *(by_name[n][i] for n in c.names if i < len(by_name.get(n, ())))]
+            )
+            for c in cells
+        }
     return students
 
 
@@ -500,7 +566,9 @@ def run_similarity(course: Path, assignment_id: str) -> dict[frozenset, dict[str
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
         patch.chdir(course)
         main(["similarity", assignment_id])
-    rows = csv.DictReader((course / "build" / "similarity" / assignment_id / "pairs.csv").open(encoding="utf-8"))
+    rows = csv.DictReader(
+        (course / "build" / "similarity" / assignment_id / "pairs.csv").open(encoding="utf-8")
+    )
     return {frozenset((row["student_a"], row["student_b"])): row for row in rows}
 
 
@@ -524,8 +592,11 @@ def test_a_disguised_copy_of_a_real_solution_is_flagged(real_pairs, kind):
 def test_independent_real_solutions_are_not_flagged(real_pairs):
     """The alternatives catalogue's rounds against the solution, each other and every disguised copy."""
     assignment_id, pairs = real_pairs
-    flagged = [f"{' · '.join(sorted(pair))}: {row['score']}" for pair, row in pairs.items()
-               if row["flagged"] and any(student.startswith("alternatives-") for student in pair)]
+    flagged = [
+        f"{' · '.join(sorted(pair))}: {row['score']}"
+        for pair, row in pairs.items()
+        if row["flagged"] and any(student.startswith("alternatives-") for student in pair)
+    ]
     assert not flagged, f"{assignment_id}: {flagged}"
 
 
@@ -559,18 +630,34 @@ def _probe_attention(space: dict) -> list:
     q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     torch.manual_seed(1)
     additive = space["AdditiveAttention"](4, 4, 7)
-    return [space["softmax"](x), space["masked_softmax"](x, mask), *space["attention_lookup"](q[0, 0], k[0], v[0]),
-            *space["scaled_dot_product_attention"](q, k, v, mask), space["dot_product_score_std"](64),
-            space["recency_window"](0.5, 20, 0.9), *additive(q, k, v, mask)]
+    return [
+        space["softmax"](x),
+        space["masked_softmax"](x, mask),
+        *space["attention_lookup"](q[0, 0], k[0], v[0]),
+        *space["scaled_dot_product_attention"](q, k, v, mask),
+        space["dot_product_score_std"](64),
+        space["recency_window"](0.5, 20, 0.9),
+        *additive(q, k, v, mask),
+    ]
 
 
 def _probe_bleu(space: dict) -> list:
-    hypothesis, references = "the cat sat on the mat".split(), ["the cat is on the mat".split(), "a cat sat".split()]
-    return [space["ngrams"](hypothesis, 2), space["modified_precision"](hypothesis, references, 2),
-            space["best_unigram_precision"](7, references), space["brevity_penalty"](5, 7),
-            space["brevity_penalty"](0, 3), space["best_possible_bleu"](10, 12),
-            space["corpus_bleu"](["the cat sat on the mat", "a dog"], [["the cat is on the mat"], ["a dog runs"]]),
-            space["sentence_bleu"]("the cat sat on the mat", ["the cat is on the mat", "a cat sat on a mat"])]
+    hypothesis, references = (
+        "the cat sat on the mat".split(),
+        ["the cat is on the mat".split(), "a cat sat".split()],
+    )
+    return [
+        space["ngrams"](hypothesis, 2),
+        space["modified_precision"](hypothesis, references, 2),
+        space["best_unigram_precision"](7, references),
+        space["brevity_penalty"](5, 7),
+        space["brevity_penalty"](0, 3),
+        space["best_possible_bleu"](10, 12),
+        space["corpus_bleu"](
+            ["the cat sat on the mat", "a dog"], [["the cat is on the mat"], ["a dog runs"]]
+        ),
+        space["sentence_bleu"]("the cat sat on the mat", ["the cat is on the mat", "a cat sat on a mat"]),
+    ]
 
 
 PROBES = {"02_attention": _probe_attention, "06_bleu": _probe_bleu}
@@ -587,7 +674,9 @@ def test_a_disguise_computes_what_the_original_computes(assignment_id, kind):
     disguised = {grade_id: DISGUISES[kind](code) for grade_id, code in solution.items()}
     assert disguised != solution
     probe = PROBES[assignment_id]
-    torch.testing.assert_close(probe(_run_answers(assignment, disguised)), probe(_run_answers(assignment, solution)))
+    torch.testing.assert_close(
+        probe(_run_answers(assignment, disguised)), probe(_run_answers(assignment, solution))
+    )
 
 
 def test_answers_that_are_not_plain_python_are_compared_and_reported(tmp_path):
@@ -596,15 +685,27 @@ def test_answers_that_are_not_plain_python_are_compared_and_reported(tmp_path):
     to parse) breaks nothing but its own comparison."""
     no_colon = ADA["answer_bleu"].replace("def brevity_penalty(c, r):", "def brevity_penalty(c, r)")
     broken = dict(ADA, answer_bleu=no_colon)
-    renamed_broken = {grade_id: code.replace("candidate", "hyp").replace("references", "refs") + "\n# mine"
-                      for grade_id, code in broken.items()}
-    chain = "\n\ndef chain(x):\n    y0 = x\n" + "".join(f"    y{i + 1} = y{i} * 2 + 1\n" for i in range(1500)) + \
-        "    return y1500"
-    called = CAROL["answer_bleu"].replace("def brevity_penalty(c, r):\n", "def brevity_penalty(c, r):\n    chain(c)\n")
-    students = {"ada": ADA, "ivy": broken, "jay": renamed_broken, "carol": CAROL,
-                "kim": dict(CAROL, answer_bleu=called + chain),
-                "lee": dict(CAROL, answer_vocab=CAROL["answer_vocab"] + "\n\nDEEP = " + " + ".join(["1"] * 6000)),
-                "mia": {grade_id: f"%time\n!echo hi\n{code}" for grade_id, code in ADA.items()}}
+    renamed_broken = {
+        grade_id: code.replace("candidate", "hyp").replace("references", "refs") + "\n# mine"
+        for grade_id, code in broken.items()
+    }
+    chain = (
+        "\n\ndef chain(x):\n    y0 = x\n"
+        + "".join(f"    y{i + 1} = y{i} * 2 + 1\n" for i in range(1500))
+        + "    return y1500"
+    )
+    called = CAROL["answer_bleu"].replace(
+        "def brevity_penalty(c, r):\n", "def brevity_penalty(c, r):\n    chain(c)\n"
+    )
+    students = {
+        "ada": ADA,
+        "ivy": broken,
+        "jay": renamed_broken,
+        "carol": CAROL,
+        "kim": dict(CAROL, answer_bleu=called + chain),
+        "lee": dict(CAROL, answer_vocab=CAROL["answer_vocab"] + "\n\nDEEP = " + " + ".join(["1"] * 6000)),
+        "mia": {grade_id: f"%time\n!echo hi\n{code}" for grade_id, code in ADA.items()},
+    }
     root = toy_course(tmp_path, students)
     pairs = run_similarity(root, ASSIGNMENT)
     assert pairs[frozenset(("ivy", "jay"))]["flagged"] == "yes"  # the same unparseable cell, renamed

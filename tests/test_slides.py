@@ -42,8 +42,9 @@ MATHS = r"$$\mathrm{softmax}(z)_i = \frac{e^{z_i}}{\sum_j e^{z_j}}$$"
 
 # Display maths that is short as TeX source and tall once typeset: the last slide outgrows the print
 # page that reveal.js measured before MathJax ran (Chromium then printed the whole deck blank).
-TALL_MATHS = "\n\n".join(f"$$\\frac{{\\partial^2 y_{k}}}{{\\partial x_{k}^2}} = \\frac{{1}}{{1 + e^{{-x_{k}}}}}$$"
-                         for k in range(8))
+TALL_MATHS = "\n\n".join(
+    f"$$\\frac{{\\partial^2 y_{k}}}{{\\partial x_{k}^2}} = \\frac{{1}}{{1 + e^{{-x_{k}}}}}$$"
+    for k in range(8))
 
 
 def lecture_notebook() -> nbformat.NotebookNode:
@@ -54,13 +55,17 @@ def lecture_notebook() -> nbformat.NotebookNode:
         cell("code", "%matplotlib inline\nimport matplotlib.pyplot as plt", "setup", slide="skip"),
         intro,  # slide 1
         cell("markdown", f"## The softmax\n\n{MATHS}\n\nInline too: $\\sum_i p_i = 1$.", "maths",
-              slide="subslide"),  # slide 2
+             slide="subslide"),  # slide 2
         cell("markdown", "Say where the exponentials come from.", "notes", slide="notes"),
         cell("code", "plt.plot([1, 3, 2]); plt.title('a figure'); plt.show()", "plot", slide="fragment"),
         cell("code", "print('helper output only')  # hidden input", "hidden", slide="-"),
         cell("markdown", "## Exercise: `double`", "exercise", slide="slide"),  # slide 3
-        imports, solution, test, results,
-        cell("markdown", f"## Takeaway\n\nTwice $x$ is $2x$.\n\n{TALL_MATHS}", "takeaway", slide="subslide"),  # slide 4
+        imports,
+        solution,
+        test,
+        results,
+        cell("markdown", f"## Takeaway\n\nTwice $x$ is $2x$.\n\n{TALL_MATHS}", "takeaway",
+             slide="subslide"),  # slide 4
     ]
     notebook.cells[5].metadata["tags"] = ["remove-input"]  # a slide shows only this cell's output
     return notebook
@@ -106,9 +111,12 @@ def test_a_deck_names_only_local_assets_and_drops_widgets_and_stderr():
     plot = notebook.cells[4]
     plot.outputs = [
         nbformat.v4.new_output("stream", name="stderr", text="UserWarning: noise\n"),
-        nbformat.v4.new_output("display_data", data={
-            "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2, "version_minor": 0},
-            "text/plain": "train: 100%|##########| 5/5"}),
+        nbformat.v4.new_output(
+            "display_data", data={
+                "application/vnd.jupyter.widget-view+json": {
+                    "model_id": "abc", "version_major": 2, "version_minor": 0
+                }, "text/plain": "train: 100%|##########| 5/5"
+            }),
     ]
     notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
     notebook.cells[5].outputs = [nbformat.v4.new_output("stream", name="stdout", text="helper output only\n")]
@@ -172,7 +180,8 @@ def test_index_links_every_deck_in_course_order(tmp_path):
     for name in ("02_b.slides.html", "01_a.slides.html", "02_b.pdf", "01_a.pdf"):
         (tmp_path / name).write_text("x")
     os.utime(tmp_path / "01_a.pdf", (0, 0))  # printed from an older deck: not linked
-    index = write_index(tmp_path, [("01_a", "One & only", 3, ["Sums & products"]), ("02_b", "Two", 5, [])]).read_text()
+    index = write_index(tmp_path, [("01_a", "One & only", 3, ["Sums & products"]),
+                                   ("02_b", "Two", 5, [])]).read_text()
     assert index.index("01_a.slides.html") < index.index("02_b.slides.html")
     assert "One &amp; only" in index and "3 slides" in index and '<a href="02_b.pdf">' in index
     assert '<a href="01_a.pdf">' not in index and "http" not in index
@@ -217,7 +226,8 @@ def test_topics_are_the_numbered_sections_without_the_takeaways():
 
 # ---------------------------------------------------------------- what a slide shows (slide_layout's rules)
 
-PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d49484452000002800000019008060000")).decode()  # 640x400
+PNG = base64.b64encode(
+    bytes.fromhex("89504e470d0a1a0a0000000d49484452000002800000019008060000")).decode()  # 640x400
 
 
 def _code(source, outputs=(), tags=(), nbgrader=None, slide="-", cell_id=None):
@@ -254,9 +264,13 @@ def _notes(text: str) -> str:
 
 
 LONG = "\n".join(f"plumbing_step_{i} = {i}" for i in range(30))
-SOLUTION = {"solution": True, "grade": False, "grade_id": "sol", "locked": False, "schema_version": 3, "task": False}
-TEST = {"solution": False, "grade": True, "grade_id": "test", "locked": True, "points": 1, "schema_version": 3,
-        "task": False}
+SOLUTION = {
+    "solution": True, "grade": False, "grade_id": "sol", "locked": False, "schema_version": 3, "task": False
+}
+TEST = {
+    "solution": False, "grade": True, "grade_id": "test", "locked": True, "points": 1, "schema_version": 3,
+    "task": False
+}
 
 
 def test_a_figure_shows_without_its_code_unless_tagged_show_input():
@@ -271,7 +285,8 @@ def test_remove_input_wins_over_everything_and_tests_never_show_their_code():
                                  tags=["remove-input"]),
                            _code("def answer():\n    return 1", nbgrader=SOLUTION, tags=["remove_input"]),
                            _code("assert visible_test()", nbgrader=TEST)), "rules")
-    assert "shown" in text and "secret_helper" not in text and "answer" not in text and "visible_test" not in text
+    assert "shown" in text and "secret_helper" not in text
+    assert "answer" not in text and "visible_test" not in text
 
 
 def test_long_code_goes_to_the_speaker_notes_and_its_output_stays():
@@ -282,13 +297,17 @@ def test_long_code_goes_to_the_speaker_notes_and_its_output_stays():
 
 
 def test_a_long_exercise_stays_on_the_slides_in_parts_without_the_solution_markers():
-    source = "\n".join(["def solve(x):", "    ### BEGIN SOLUTION"] + [f"    part_{i} = x + {i}" for i in range(40)]
-                       + ["    return x", "    ### END SOLUTION"])
+    source = "\n".join(
+        ["def solve(x):", "    ### BEGIN SOLUTION"]
+        + [f"    part_{i} = x + {i}" for i in range(40)]
+        + ["    return x", "    ### END SOLUTION"]
+    )
     shown = lay_out(_lecture(_code(source, nbgrader=SOLUTION, cell_id="ex")))
     parts = [c for c in shown.cells if c.cell_type == "code"]
     assert len(parts) >= 3 and all(len(c.source.splitlines()) <= slide_heights.EXERCISE_LINES for c in parts)
-    assert "\n".join(c.source for c in parts).split() == [w for w in source.split()
-                                                          if w not in ("###", "BEGIN", "END", "SOLUTION")]
+    assert "\n".join(c.source for c in parts).split() == [
+        w for w in source.split() if w not in ("###", "BEGIN", "END", "SOLUTION")
+    ]
     assert all(slide_heights.slide_type(c) == "subslide" for c in shown.cells if "(continued)" in c.source)
     text = render(_lecture(_code(source, nbgrader=SOLUTION, cell_id="ex")), "rules")
     assert "part_39" in _outside_notes(text) and "BEGIN SOLUTION" not in text
@@ -306,7 +325,8 @@ def test_long_output_is_cut_with_a_count_of_what_is_left():
 def test_a_derivations_prose_goes_to_the_notes_and_its_formulas_stay():
     derivation = nbformat.v4.new_markdown_cell(
         "### Why divide by the root\n\nThe dot product of two random vectors has variance $d_k$.\n\n"
-        "$$\\operatorname{Var}(q \\cdot k) = d_k$$\n\nSo dividing by $\\sqrt{d_k}$ keeps it at one.")
+        "$$\\operatorname{Var}(q \\cdot k) = d_k$$\n\nSo dividing by $\\sqrt{d_k}$ keeps it at one."
+    )
     text = render(_lecture(derivation), "rules")
     slide, notes = _outside_notes(text), _notes(text)
     assert "Why divide by the root" in slide and "\\operatorname{Var}" in slide
@@ -318,7 +338,6 @@ def test_a_slide_too_full_continues_on_a_sub_slide():
     shown = lay_out(_lecture(nbformat.v4.new_markdown_cell(paragraphs)))
     assert slide_count(shown) >= 3 and sum("A section (continued)" in c.source for c in shown.cells) >= 2
     assert " ".join(c.source for c in shown.cells).count("Paragraph") == 12  # nothing dropped
-
 
 
 # ---------------------------------------------------------------- in Chromium
@@ -360,9 +379,13 @@ const started = Date.now();
 
 def _shown_images(notebook) -> int:
     """Image outputs of the cells a deck shows (skipped cells and notes show none)."""
-    return sum(1 for cell in notebook.cells if slide_heights.slide_type(cell) not in ("skip", "notes")
-               for output in cell.get("outputs", [])
-               if {"image/png", "image/jpeg"} & set(output.get("data", {})))
+    return sum(
+        1
+        for cell in notebook.cells
+        if slide_heights.slide_type(cell) not in ("skip", "notes")
+        for output in cell.get("outputs", [])
+        if {"image/png", "image/jpeg"} & set(output.get("data", {}))
+    )
 
 
 # Waits for the print layout as print_pdf does, then measures what a bad print would lose.
@@ -376,11 +399,13 @@ const started = Date.now();
     done({{
       pages: pages.length,
       zeroSizedMaths: Array.from(document.querySelectorAll('.pdf-page .MathJax_CHTML'))
-                           .filter(m => m.offsetWidth === 0 && !m.closest('aside.notes'))  // notes do not print
+                           // notes do not print
+                           .filter(m => m.offsetWidth === 0 && !m.closest('aside.notes'))
                            .map(m => m.id).slice(0, 5),
       overflowing: pages.filter(p => {{
         const section = p.querySelector('section');
-        return section && section.getBoundingClientRect().bottom - p.getBoundingClientRect().top > p.offsetHeight + 1;
+        return section
+          && section.getBoundingClientRect().bottom - p.getBoundingClientRect().top > p.offsetHeight + 1;
       }}).map(p => pages.indexOf(p)),
     }});
   }});
@@ -400,8 +425,11 @@ def check_deck(driver, url: str, notebook, shots=None) -> dict:
     shown = lay_out(slides_module.for_slides(notebook))
     assert deck["total"] == slide_count(shown), deck
     assert deck["horizontal"] == horizontal_count(shown), deck
-    has_maths = any("$" in c.source for c in notebook.cells if c.cell_type == "markdown"
-                    and slide_heights.slide_type(c) not in ("skip",))
+    has_maths = any(
+        "$" in c.source
+        for c in notebook.cells
+        if c.cell_type == "markdown" and slide_heights.slide_type(c) not in ("skip",)
+    )
     if has_maths:
         assert deck["jax"] > 0 and deck["typeset"] >= deck["jax"], deck
     assert not deck["badMaths"], f"maths MathJax could not typeset: {deck['badMaths']}"
@@ -411,16 +439,24 @@ def check_deck(driver, url: str, notebook, shots=None) -> dict:
     assert not browser.console_errors(driver)
     if shots:
         reveal = "require('assets/reveal.js/dist/reveal.js')"
-        for name, where, show in (("first", {"h": 0, "v": 0}, None),
-                                  ("maths", deck["mathsSlide"], ".MJXc-display, .MathJax_CHTML"),
-                                  ("figure", deck["figureSlide"], ".jp-OutputArea-output img")):
+        for name, where, show in (
+            ("first", {"h": 0, "v": 0}, None),
+            ("maths", deck["mathsSlide"], ".MJXc-display, .MathJax_CHTML"),
+            ("figure", deck["figureSlide"], ".jp-OutputArea-output img"),
+        ):
             if where:
                 # on the slide, with all its fragments shown
-                driver.execute_script(f"const r = {reveal}; r.slide(arguments[0], arguments[1]); "
-                                      "while (r.nextFragment()) {}", where["h"], where["v"])
+                driver.execute_script(
+                    f"const r = {reveal}; r.slide(arguments[0], arguments[1]); while (r.nextFragment()) {{}}",
+                    where["h"],
+                    where["v"],
+                )
                 if show:  # a tall slide scrolls: bring the maths or the figure into view
-                    driver.execute_script(f"{reveal}.getCurrentSlide().querySelector(arguments[0])"
-                                          "?.scrollIntoView({block: 'center'})", show)
+                    driver.execute_script(
+                        f"{reveal}.getCurrentSlide().querySelector(arguments[0])"
+                        "?.scrollIntoView({block: 'center'})",
+                        show,
+                    )
                 driver.execute_async_script("MathJax.Hub.Queue(arguments[arguments.length - 1])")
                 time.sleep(0.3)  # one frame for the layout
                 driver.save_screenshot(str(shots.parent / f"{shots.name}-{name}.png"))
@@ -429,7 +465,8 @@ def check_deck(driver, url: str, notebook, shots=None) -> dict:
 
 
 def keep_screenshots(folder) -> list:
-    """Copy a test's screenshots to browser.SCREENSHOTS/slides/ (outside the course) for a person to look at."""
+    """Copy a test's screenshots to browser.SCREENSHOTS/slides/ (outside the course) for a person to look
+    at."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return [shutil.copy(shot, SCREENSHOTS / shot.name) for shot in sorted(folder.glob("*.png"))]
 
@@ -438,17 +475,20 @@ def horizontal_count(notebook) -> int:
     """Top-level slides: the first shown cell, then every later cell of type ``slide``."""
     types = [slide_heights.slide_type(c) for c in notebook.cells]
     first = next(i for i, kind in enumerate(types) if kind not in ("skip", "notes"))
-    return 1 + types[first + 1:].count("slide")
+    return 1 + types[first + 1 :].count("slide")
 
 
 @contextlib.contextmanager
 def local_server(folder):
     """A web server for ``folder`` on 127.0.0.1 (an ephemeral port), quiet."""
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -511,8 +551,14 @@ def test_course_slides_writes_a_deck_a_handout_and_the_index(toy_decks):
         info = subprocess.run(["pdfinfo", str(out / "toy.pdf")], capture_output=True, text=True).stdout
         assert int(re.search(r"^Pages:\s+(\d+)", info, re.MULTILINE).group(1)) == pages
     if shutil.which("pdftotext"):  # every slide printed, the last (tallest once typeset) included
-        text = subprocess.run(["pdftotext", str(out / "toy.pdf"), "-"], capture_output=True, text=True).stdout.lower()
-        assert "the softmax" in text and "takeaway" in text and "∂" in text, text[:500]  # headings print in capitals
+        text = subprocess.run(
+            ["pdftotext", str(out / "toy.pdf"), "-"], capture_output=True, text=True
+        ).stdout.lower()
+        assert "the softmax" in text and "takeaway" in text and "∂" in text, text[
+            :
+            # headings print in capitals
+            500
+        ]
 
 
 @pytest.mark.notebook
@@ -544,7 +590,8 @@ const done = arguments[arguments.length - 1];
   reveal.configure({transition: 'none', backgroundTransition: 'none'});
   reveal.layout();
   const {width, height} = reveal.getConfig();
-  const settle = () => new Promise(r => MathJax.Hub.Queue(() => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const settle = () => new Promise(
+    r => MathJax.Hub.Queue(() => requestAnimationFrame(() => requestAnimationFrame(r))));
   const overflowing = [], withNotes = [];
   let visited = 0, previous = null;
   reveal.slide(0, 0);
@@ -555,13 +602,15 @@ const done = arguments[arguments.length - 1];
     visited += 1;
     const {h, v} = reveal.getIndices(slide);
     const box = slide.getBoundingClientRect();
-    const clipped = Array.from(slide.querySelectorAll('pre, .jp-InputArea-editor, .jp-OutputArea-output, .jp-RenderedMarkdown'))
+    const clipped = Array.from(
+        slide.querySelectorAll('pre, .jp-InputArea-editor, .jp-OutputArea-output, .jp-RenderedMarkdown'))
       .filter(e => !e.closest('aside.notes') && e.scrollWidth > e.clientWidth + 16).length;
     if (slide.scrollHeight > height + 1 || slide.scrollWidth > width + 1 || box.bottom > innerHeight + 1
         || box.right > innerWidth + 1 || box.top < -1 || clipped) {
       const heading = slide.querySelector('h1, h2, h3, p.course-continued');
       overflowing.push({slide: `${h}.${v}`, scrollHeight: slide.scrollHeight, scrollWidth: slide.scrollWidth,
-                        bottom: Math.round(box.bottom), clipped, heading: heading ? heading.textContent.trim().slice(0, 60) : ''});
+                        bottom: Math.round(box.bottom), clipped,
+                        heading: heading ? heading.textContent.trim().slice(0, 60) : ''});
     }
     if ((reveal.getSlideNotes(slide) || '').trim()) withNotes.push(`${h}.${v}`);
     reveal.next();
@@ -575,7 +624,9 @@ const done = arguments[arguments.length - 1];
 @contextlib.contextmanager
 def lecture_viewport(driver):
     """The window a lecturer projects: 1280x720 CSS pixels (Chromium's own window stays as it was)."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {**VIEWPORT, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {**VIEWPORT, "deviceScaleFactor": 1, "mobile": False}
+    )
     try:
         yield
     finally:
@@ -630,7 +681,9 @@ def test_every_slide_of_every_lecture_deck_fits_the_screen(assignment, lecture_d
     nothing to scroll, the speaker notes there, and three screenshots kept for a person."""
     notebook = read_notebook(lecture_decks / "build" / "executed" / assignment.id / assignment.source.name)
     with lecture_viewport(driver), local_server(lecture_decks / "slides") as server:
-        deck = check_deck(driver, f"{server}/{assignment.id}.slides.html", notebook, shots=tmp_path / assignment.id)
+        deck = check_deck(
+            driver, f"{server}/{assignment.id}.slides.html", notebook, shots=tmp_path / assignment.id
+        )
         fit = driver.execute_async_script(FITS)
         assert not browser.console_errors(driver) and not browser.remote_requests(driver)
     shots = keep_screenshots(tmp_path)
@@ -642,8 +695,11 @@ def test_every_slide_of_every_lecture_deck_fits_the_screen(assignment, lecture_d
     # carry a derivation (display maths with prose) have the prose as notes.
     assert fit["notesPlugin"]
     assert (lecture_decks / "slides" / "assets" / "reveal.js" / "plugin" / "notes" / "notes.js").is_file()
-    derivations = [c for c in lay_out(slides_module.for_slides(notebook)).cells
-                   if slide_heights.slide_type(c) == "notes" and c.id.endswith("-notes")]
+    derivations = [
+        c
+        for c in lay_out(slides_module.for_slides(notebook)).cells
+        if slide_heights.slide_type(c) == "notes" and c.id.endswith("-notes")
+    ]
     assert len(fit["withNotes"]) >= 1 and len(derivations) >= 1, fit["withNotes"]
 
 
@@ -666,8 +722,19 @@ def test_every_lecture_typesets_and_lays_out_without_running(assignment, tmp_pat
     assert layout and layout["pages"] > 0, "the print layout never became ready"
     assert layout["zeroSizedMaths"] == [] and layout["overflowing"] == [], layout
     print_pdf(out / "deck.slides.html", out / "deck.pdf")
-    text = " ".join(subprocess.run(["pdftotext", str(out / "deck.pdf"), "-"], capture_output=True, text=True,
-                                   check=True).stdout.lower().split())
-    last_heading = [line for cell in notebook.cells if cell.cell_type == "markdown"
-                    for line in cell.source.splitlines() if line.startswith("## ")][-1]
-    assert all(word in text for word in re.findall(r"[a-z]{3,}", last_heading.lower())), (last_heading, text[-500:])
+    text = " ".join(
+        subprocess.run(["pdftotext", str(out / "deck.pdf"), "-"], capture_output=True, text=True, check=True)
+        .stdout.lower()
+        .split()
+    )
+    last_heading = [
+        line
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith("## ")
+    ][-1]
+    assert all(word in text for word in re.findall(r"[a-z]{3,}", last_heading.lower())), (
+        last_heading,
+        text[-500:],
+    )

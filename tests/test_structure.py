@@ -65,7 +65,8 @@ def test_benchmark_scripts_with_a_main_run_it_as_python_m():
         if not any(isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body):
             continue
         last = tree.body[-1]
-        guarded = isinstance(last, ast.If) and "__main__" in ast.unparse(last.test) and "main()" in ast.unparse(last)
+        guarded = isinstance(last, ast.If) and "__main__" in ast.unparse(
+            last.test) and "main()" in ast.unparse(last)
         if not guarded:
             silent.append(str(path.relative_to(ROOT)))
     assert not silent, f"these never call main() when run: {silent}"
@@ -87,8 +88,9 @@ def test_each_special_token_id_has_one_definition(name):
     ("course_tools.grading.feedback", "torch"),
 ])
 def test_import_graph(module, must_not_load):
-    loaded = subprocess.run([sys.executable, "-c", f"import sys, {module}; print({must_not_load!r} in sys.modules)"],
-                            capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
+    loaded = subprocess.run(
+        [sys.executable, "-c", f"import sys, {module}; print({must_not_load!r} in sys.modules)"],
+        capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
     assert loaded == "False"
 
 
@@ -96,18 +98,22 @@ def test_the_grader_parses_python_through_pyparse_only():
     """``course autograde`` parses in several threads, and CPython 3.11's ast.parse is not safe there
     (test_autograde.py::test_parses_in_threads_never_fail): every parse of the instructor's tooling
     goes through course_tools.pyparse, which makes them take turns."""
-    found = [f"{path.relative_to(ROOT)}:{node.lineno}"
-             for path, tree in _modules("course_lib", "course_tools") if path.name != "pyparse.py"
-             for node in ast.walk(tree)
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "parse"
-             and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"]
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _modules("course_lib", "course_tools")
+        if path.name != "pyparse.py" for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+        node.func.attr == "parse" and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"
+    ]
     assert not found, "ast.parse outside course_tools/pyparse.py: " + ", ".join(found)
 
 
 def test_what_the_suite_needs_of_the_machine_is_checked_in_one_place():
     """Only tests/system.py looks for bubblewrap, so that every sandboxed test fails in CI without it."""
-    looks = [path.name for path in (ROOT / "tests").glob("*.py")
-             if path.name not in ("system.py", "test_structure.py") and 'which("bwrap")' in path.read_text(encoding="utf-8")]
+    looks = [
+        path.name for path in (ROOT / "tests").glob("*.py")
+        if path.name not in ("system.py",
+                             "test_structure.py") and 'which("bwrap")' in path.read_text(encoding="utf-8")
+    ]
     assert looks == []
 
 
@@ -125,9 +131,10 @@ def test_without_bubblewrap_a_sandboxed_test_skips_here_and_fails_in_ci(tmp_path
     assert shutil.which("bwrap", path=env["PATH"]) is None
     first = next(line for line in (ROOT / "tests" / "test_zygote.py").read_text(encoding="utf-8").splitlines()
                  if line.startswith("def test_")).split("(")[0][len("def "):]
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs",
-                           f"tests/test_zygote.py::{first}"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs",
+        f"tests/test_zygote.py::{first}"
+    ], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert f"1 {outcome}" in done.stdout and (done.returncode != 0) == bool(ci), done.stdout[-2000:]
     reason = next(line for line in done.stdout.splitlines() if "bubblewrap (bwrap) is not installed" in line)
     assert "CI's setup step should have" in reason if ci else "make setup does" in reason
@@ -137,11 +144,17 @@ def test_the_protocol_is_read_on_both_sides_and_imports_only_the_standard_librar
     """protocol.py is imported inside the sandbox, before any student code: nothing of the grader."""
     from course_tools.grading.sandboxed.protocol import Plan
 
-    tree = ast.parse((ROOT / "course_tools" / "grading" / "sandboxed" / "protocol.py").read_text(encoding="utf-8"))
-    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    tree = ast.parse(
+        (ROOT / "course_tools" / "grading" / "sandboxed" / "protocol.py").read_text(encoding="utf-8"))
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {(node.module or "").split(".")[0]
+                 for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
-    plan = Plan("grade", [{"kind": "other"}], {"processes": 8}, [3, 5], {3: 0, 5: 1}, [5], True, {2: "a limit"})
+    plan = Plan("grade", [{"kind": "other"}], {"processes": 8}, [3, 5], {3: 0, 5: 1}, [5], True,
+                {2: "a limit"})
     assert Plan.loads(plan.dumps()) == plan
     with pytest.raises(ValueError, match="mode"):
         Plan("run", [], {})
@@ -195,9 +208,12 @@ def test_course_lib_imports_nothing_of_the_tooling():
 
 def _code_strings(tree: ast.AST) -> list[ast.Constant]:
     """The string constants of a module but its docstrings."""
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and
+        node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
     return [node for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 

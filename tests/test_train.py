@@ -101,7 +101,8 @@ def _result(history: History) -> tuple:
 
 
 def test_the_result_does_not_depend_on_the_clock():
-    """A machine ten times slower takes ten times as long for the same updates, the same weights, the same history."""
+    """A machine ten times slower takes ten times as long for the same updates, the same weights, the same
+    history."""
     fast_model, fast = _dropout_run(fake_clock(0.1))
     slow_model, slow = _dropout_run(fake_clock(1.0))
     assert _result(slow) == _result(fast) and fast.step[-1] == 25 and fast.stopped_early is None
@@ -115,11 +116,13 @@ def test_the_safety_net_stops_the_run_and_says_so_in_one_line(capsys):
     _, within = _dropout_run(fake_clock(0.1), max_minutes=1.0)  # 25 updates fit in a minute of this clock
     assert within.step[-1] == 25 and within.stopped_early is None and capsys.readouterr().err == ""
     _, stopped = _dropout_run(fake_clock(1.0), max_minutes=0.25)  # 15 s: a clock read or two per update
-    assert stopped.step[-1] < 25 and stopped.eval[-1]["step"] == stopped.step[-1]  # logged and evaluated at the stop
+    assert stopped.step[-1] < 25 and stopped.eval[-1]["step"] == stopped.step[
+        -1]  # logged and evaluated at the stop
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.strip() == stopped.stopped_early
     assert f"after {stopped.step[-1]} of 25 updates" in err and "not the 25-update result" in err
-    assert "max_minutes" in err and "COURSE_PROFILE=smoke" in err  # names the setting and the profile that fit
+    # names the setting and the profile that fit
+    assert "max_minutes" in err and "COURSE_PROFILE=smoke" in err
 
 
 def test_steps_are_required():
@@ -168,7 +171,8 @@ def test_estimate_time_measures_a_copy_and_leaves_the_run_unchanged(setup):
     # the fake clock is read just before and just after the 4 timed updates: 0.5 s for the 4
     assert estimate == TimeEstimate(updates=30, seconds_per_update=0.5 / 4, probe_updates=4)
     assert estimate.minutes == pytest.approx(30 * 0.125 / 60)
-    assert "30 updates: about 0.1 min on this machine" in str(estimate) and "125 ms per update" in str(estimate)
+    assert "30 updates: about 0.1 min on this machine" in str(estimate) and "125 ms per update" in str(
+        estimate)
 
 
 def test_on_eval_runs_in_eval_mode():
@@ -278,6 +282,8 @@ def test_the_training_loop_imports_no_recipe():
     import subprocess
     import sys
 
-    code = "import sys, course_lib.train; print(' '.join(m for m in sys.modules if m.startswith('course_lib')))"
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    code = ("import sys, course_lib.train; print(' '.join(m for m in sys.modules if "
+            "m.startswith('course_lib')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.split()
     assert sorted(loaded) == ["course_lib", "course_lib.train"]

@@ -1,4 +1,5 @@
-"""`course train`, the recipes behind it, and data-parallel training under torchrun (2 CPU processes, gloo)."""
+"""`course train`, the recipes behind it, and data-parallel training under torchrun (2 CPU processes,
+gloo)."""
 import json
 import os
 import subprocess
@@ -38,14 +39,17 @@ def test_the_minutes_safety_net_stops_the_run_and_says_so(capsys):
     captured = capsys.readouterr()
     assert "rnn: 1 updates" in captured.out
     (line,) = captured.err.strip().splitlines()
-    assert line.startswith("stopped by the 0-minute safety net after 1 of 5 updates: this is not the 5-update result")
+    assert line.startswith(
+        "stopped by the 0-minute safety net after 1 of 5 updates: this is not the 5-update result")
     assert "course train --minutes" in line and "COURSE_PROFILE=smoke" in line
     assert read_results("01_rnn_baselines")["stopped_early"] == line
 
 
 def test_course_train_transformer_writes_checkpoint_and_results(capsys):
-    assert course(["train", "--model", "transformer", "--profile", "smoke", "--steps", "3", "--n-train", "300",
-                   "--no-progress"]) == 0
+    assert course([
+        "train", "--model", "transformer", "--profile", "smoke", "--steps", "3", "--n-train", "300",
+        "--no-progress"
+    ]) == 0
     out = capsys.readouterr().out
     assert "3 updates" in out and "bleu_test" in out
     results = read_results("05_transformer")
@@ -88,9 +92,13 @@ def test_shards_split_each_epoch_between_processes():
 
 @pytest.mark.slow  # two processes that each import torch and train
 def test_torchrun_ddp_two_cpu_processes(tmp_path):
-    """torchrun -m course_lib.distributed: both ranks train on their own batches, and their weights stay equal."""
+    """torchrun -m course_lib.distributed: both ranks train on their own batches, and their weights stay
+    equal."""
     report = tmp_path / "sync"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "COURSE_RUNS_DIR": str(tmp_path / "runs"), "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ, "OMP_NUM_THREADS": "1", "COURSE_RUNS_DIR": str(tmp_path / "runs"),
+        "PYTHONPATH": str(ROOT)
+    }
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "course_lib.distributed", "--model", "transformer", "--profile", "smoke", "--steps", "4",
                "--n-train", "300", "--no-eval", "--no-progress", "--sync-report", str(report)]

@@ -45,12 +45,14 @@ def test_param_count_closed_form(norm_first, positional, tie):
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor:UserWarning")
 def test_param_count_against_nn_transformer(profile):
     cfg = TRANSFORMER_PRESETS[profile].with_vocab(300, 450)
-    torch_core = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff,
-                                batch_first=True, norm_first=cfg.norm_first)
+    torch_core = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers,
+                                cfg.d_ff, batch_first=True, norm_first=cfg.norm_first)
     embeddings_and_output = (300 + 450) * cfg.d_model  # tied output: counted once
-    assert transformer_param_count(cfg) == sum(p.numel() for p in torch_core.parameters()) + embeddings_and_output
+    assert transformer_param_count(cfg) == sum(p.numel()
+                                               for p in torch_core.parameters()) + embeddings_and_output
     post = TRANSFORMER_PRESETS[profile].with_vocab(300, 450)
-    post.norm_first = False  # nn.Transformer keeps its two final LayerNorms even for post-LN; the paper has none
+    # nn.Transformer keeps its two final LayerNorms even for post-LN; the paper has none
+    post.norm_first = False
     assert transformer_param_count(post) == transformer_param_count(cfg) - 4 * cfg.d_model
 
 
@@ -74,7 +76,8 @@ def _copy_common(ours, theirs):
 def test_encoder_layer_equals_torch(norm_first):
     seed_everything(0)
     ours = EncoderLayer(16, 4, 40, norm_first=norm_first).eval()
-    theirs = nn.TransformerEncoderLayer(16, 4, 40, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    theirs = nn.TransformerEncoderLayer(16, 4, 40, dropout=0.0, batch_first=True,
+                                        norm_first=norm_first).eval()
     _copy_common(ours, theirs)
     x = torch.randn(3, 9, 16)
     src = torch.randint(1, 5, (3, 9))
@@ -90,7 +93,8 @@ def test_encoder_layer_equals_torch(norm_first):
 def test_decoder_layer_equals_torch(norm_first):
     seed_everything(1)
     ours = DecoderLayer(16, 2, 24, norm_first=norm_first).eval()
-    theirs = nn.TransformerDecoderLayer(16, 2, 24, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    theirs = nn.TransformerDecoderLayer(16, 2, 24, dropout=0.0, batch_first=True,
+                                        norm_first=norm_first).eval()
     _copy_common(ours, theirs)
     _copy_attention(ours.cross_attn, theirs.multihead_attn)
     theirs.norm3.load_state_dict(ours.norm3.state_dict())
@@ -98,7 +102,8 @@ def test_decoder_layer_equals_torch(norm_first):
     src = torch.randint(1, 5, (2, 8))
     src[0, 5:] = 0
     got = ours(x, memory, causal_mask(6), padding_mask(src))
-    torch.testing.assert_close(ours(x, memory, None, padding_mask(src), causal=True), got, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(ours(x, memory, None, padding_mask(src), causal=True), got, atol=1e-6,
+                               rtol=1e-5)
     want = theirs(x, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(6), tgt_is_causal=True,
                   memory_key_padding_mask=src == 0)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
@@ -150,7 +155,9 @@ def test_fused_self_attention_equals_parent_class():
     torch.testing.assert_close(cached(x, x, x, mask)[0], plain(x, x, x, mask)[0], atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(cached(x, y, y)[0], plain(x, y, y)[0], atol=1e-5, rtol=1e-4)
     out, weights = cached(x, x, x, is_causal=True, need_weights=True, average_attn_weights=False)
-    torch.testing.assert_close(out, plain(x, x, x, torch.ones(5, 5, dtype=torch.bool).tril())[0], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(out,
+                               plain(x, x, x,
+                                     torch.ones(5, 5, dtype=torch.bool).tril())[0], atol=1e-5, rtol=1e-4)
     assert weights.shape == (2, 4, 5, 5) and torch.all(weights.triu(1) == 0)
 
 
@@ -222,7 +229,8 @@ def test_llama_formula_against_modules_and_seed_table():
     for row in LLAMA_TABLE[:3]:
         assert llama_param_count(**row) == pytest.approx(row["published"], rel=0.01)
     big = LLAMA_TABLE[3]
-    assert llama_param_count(**big) / 1e9 == pytest.approx(55.9, abs=0.1)  # n_kv_heads = 8 does not give 65.2B
+    assert llama_param_count(**big) / 1e9 == pytest.approx(55.9,
+                                                           abs=0.1)  # n_kv_heads = 8 does not give 65.2B
     assert llama_param_count(**{**big, "n_kv_heads": 64}) == pytest.approx(big["published"], rel=0.01)
 
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from course_tools.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, html_text,
-                                             no_links, open_regular, read_bytes, read_range, safe_data, safe_text,
-                                             tree_bytes)
+from course_tools.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, html_text, no_links,
+                                    open_regular, read_bytes, read_range, safe_data, safe_text, tree_bytes)
 
 
 @contextlib.contextmanager
@@ -111,7 +110,8 @@ def test_tree_bytes_counts_without_following_links(tmp_path):
     (out / "replay" / "0.pt").write_bytes(bytes(10_000))
     (out / "root").symlink_to("/")  # a link to / is one entry, not the whole disk
     os.mkfifo(out / "fifo")
-    assert 10_000 + 4 * ENTRY_BYTES <= tree_bytes(out) <= 16_384 + 4 * ENTRY_BYTES  # size or blocks, the larger
+    assert 10_000 + 4 * ENTRY_BYTES <= tree_bytes(
+        out) <= 16_384 + 4 * ENTRY_BYTES  # size or blocks, the larger
     with open(out / "sparse", "wb") as stream:
         stream.truncate(1 << 30)
     assert tree_bytes(out) >= 1 << 30
@@ -162,7 +162,8 @@ def test_csv_cell(value, cell):
 
 
 def test_html_text():
-    assert html_text("<script>alert('x')</script>\ud800") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;\ufffd"
+    assert html_text(
+        "<script>alert('x')</script>\ud800") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;\ufffd"
 
 
 # ------------------------------------------------------- the writers that use them ----
@@ -215,7 +216,8 @@ def test_grades_csv_survives_hostile_records(tmp_path):
     assert sorted(rows) == ["'=03_formula", "01_hostile", "02_review", "04_corrupt", "05_after"]
     for row in rows.values():
         for value in row.values():
-            assert not value.startswith(("=", "+", "-", "@")) and "\x1b" not in value and "\ud800" not in value
+            assert not value.startswith(
+                ("=", "+", "-", "@")) and "\x1b" not in value and "\ud800" not in value
     assert rows["01_hostile"]["why"].startswith("'=cmd|")
     assert rows["01_hostile"]["status"].startswith("failed to grade (=cmd|")
     assert rows["02_review"]["status"].startswith("needs manual review (=cmd|")
@@ -249,7 +251,8 @@ def test_a_students_error_text_loses_every_hidden_value():
                      visible=[torch.tensor([3.0, 4.0, 0.25, 0.4817999]), "visible words"])
     text = scrub("ValueError: [0.48172913, 0.481729, 4817291, 481.729] 8505 -1.5 in shape (3, 4), 16 rows; "
                  "the hidden sentence here; sentence; aGVsbG8gd29ybGQ0ODE3MjkxMw== 0.25 0.4817")
-    for gone in ("0.48172913", "0.481729", "4817291", "481.729", "8505", "-1.5", "16 rows", "sentence", "aGVsbG8"):
+    for gone in ("0.48172913", "0.481729", "4817291", "481.729", "8505", "-1.5", "16 rows", "sentence",
+                 "aGVsbG8"):
         assert gone not in text, (gone, text)
     for kept in ("ValueError", "(3, 4)", "0.25", "0.4817"):  # visible values (0.4817 shows one of them too)
         assert kept in text, (kept, text)

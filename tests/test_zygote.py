@@ -37,8 +37,8 @@ open("/sandbox/work/locked/inside/answer.txt", "w").write("the previous student'
 os.chmod("/sandbox/work/locked/inside", 0)
 os.chmod("/sandbox/work/locked", 0)
 written = []
-for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt", "/left-behind.txt", "/etc/left-behind.txt",
-                  "/dev/left-behind.txt"):
+for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt", "/left-behind.txt",
+                  "/etc/left-behind.txt", "/dev/left-behind.txt"):
     try:
         open(elsewhere, "w").write("the previous student's answer")
         written.append(elsewhere)
@@ -46,7 +46,8 @@ for elsewhere in ("/dev/shm/left-behind", "/sandbox/left-behind.txt", "/left-beh
         pass
 print("WRITTEN " + " ".join(written))
 libc = ctypes.CDLL(None, use_errno=True)
-print("SYSV", libc.shmget(0x7E57, 1 << 20, 0o1666), libc.msgget(0x7E57, 0o1666), libc.semget(0x7E57, 1, 0o1666))
+print("SYSV", libc.shmget(0x7E57, 1 << 20, 0o1666), libc.msgget(0x7E57, 0o1666),
+      libc.semget(0x7E57, 1, 0o1666))
 subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)  # survivor"],
                  start_new_session=True)
 print("traces left")
@@ -96,7 +97,9 @@ def _cmdline(pid: str) -> str:
 
 
 def _plan(code: str) -> Plan:
-    return Plan("grade", [{"kind": "other", "grade_id": None, "source": code, "names": []}], plan_limits(LIMITS))
+    return Plan(
+        "grade", [{"kind": "other", "grade_id": None, "source": code, "names": []}], plan_limits(LIMITS)
+    )
 
 
 def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
@@ -109,29 +112,45 @@ def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
         assert sandbox.zygotes[0] is zygote and zygote.alive(), "the second run did not reuse the warm zygote"
     assert second.failure is None and second.steps[0]["ok"], (second.failure, second.steps, second.log)
     seen = json.loads(second.log.split("SEEN ", 1)[1].splitlines()[0])
-    assert set(seen["work"]) <= {".ipython", "runs", "tmp"} and seen["shm"] == [], seen  # the runner's own, afresh
+    assert set(seen["work"]) <= {".ipython", "runs", "tmp"} and seen["shm"] == [], (
+        seen
+    )  # the runner's own, afresh
     assert sorted(seen["sandbox"]) == ["in", "out", "work"] and "left-behind.txt" not in seen["root"], seen
-    assert "WRITTEN /dev/shm/left-behind\n" in first.log, "only /dev/shm (wiped) and the scratch folder are writable"
+    assert "WRITTEN /dev/shm/left-behind\n" in first.log, (
+        "only /dev/shm (wiped) and the scratch folder are writable"
+    )
     assert "SYSV -1 -1 -1" in first.log and seen["sysv"] == [0, 0, 0], "SysV IPC is refused"
     assert not [p for p in seen["processes"] if "survivor" in p], seen["processes"]
     assert seen["zygote_fds"] == "refused", "a run can reach the zygote's descriptors"
     assert not zygote.alive() and not zygote.folder.exists(), "closing the sandbox leaves the zygote behind"
 
 
-@pytest.mark.parametrize("hang, limit", [("pass", "2 s CPU time limit of one step"),
-                                         ("time.sleep(0.1)", "16 s wall-clock time limit of one step")],
-                         ids=["spins", "sleeps"])
+@pytest.mark.parametrize(
+    "hang, limit",
+    [
+        ("pass", "2 s CPU time limit of one step"),
+        ("time.sleep(0.1)", "16 s wall-clock time limit of one step"),
+    ],
+    ids=["spins", "sleeps"],
+)
 def test_a_run_that_breaks_a_limit_takes_the_zygote_with_it(tmp_path, inputs, hang, limit):
     """A step that spins is stopped by its CPU time; one that sleeps, using none, by the wall-clock
     backstop (three times the CPU limit and 10 s)."""
     with Sandbox() as sandbox:
         marker = secrets.token_hex(4)  # this test's own: the other parametrisation may run at the same time
-        hung = run_plan(sandbox, tmp_path / "hung", _plan(HANG.format(hang=hang, marker=marker)), inputs,
-                        Limits(cell_s=2.0, student_s=60.0), warm=True)
+        hung = run_plan(
+            sandbox,
+            tmp_path / "hung",
+            _plan(HANG.format(hang=hang, marker=marker)),
+            inputs,
+            Limits(cell_s=2.0, student_s=60.0),
+            warm=True,
+        )
         assert hung.steps[0]["ok"] is False and limit in hung.steps[0]["error"], hung.steps
         assert hung.attempts == 2, "the run was not started again past the step that hung"
-        assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count(f"hung-run-{marker}")], \
-            "the process that hung outlived its run"
+        assert not [
+            pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count(f"hung-run-{marker}")
+        ], "the process that hung outlived its run"
         assert sandbox.zygotes[0].alive()  # a new zygote: the one that ran the hung step was killed with it
         after = run_plan(sandbox, tmp_path / "after", _plan("print('fresh')"), inputs, LIMITS, warm=True)
     assert after.steps[0]["ok"] and "fresh" in after.log, (after.steps, after.log)
@@ -145,22 +164,39 @@ def test_one_zygote_serves_course_libs_that_differ_only_where_it_imported_nothin
     installed = Path(course_lib.__file__).parent
     copies = {}
     for name, module in (("main", None), ("cascade", "bleu.py"), ("machinery", "grading.py")):
-        copy = shutil.copytree(installed, tmp_path / name / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
+        copy = shutil.copytree(
+            installed, tmp_path / name / "course_lib", ignore=shutil.ignore_patterns("__pycache__")
+        )
         if module:
             with open(copy / module, "a") as source:
                 source.write(f"\nMARK = {name!r}\n")
         copies[name] = copy
-    look = ("import course_lib.bleu, course_lib.grading\n"
-            "print('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))")
+    look = (
+        "import course_lib.bleu, course_lib.grading\n"
+        "print('MARK', getattr(course_lib.bleu, 'MARK', None), getattr(course_lib.grading, 'MARK', None))"
+    )
     seen = {}
     with Sandbox() as sandbox:
         for name in ("main", "cascade", "main", "machinery"):
-            run = run_plan(sandbox, tmp_path / f"run-{len(seen)}", _plan(look), inputs, LIMITS, warm=True,
-                           course_lib=copies[name])
+            run = run_plan(
+                sandbox,
+                tmp_path / f"run-{len(seen)}",
+                _plan(look),
+                inputs,
+                LIMITS,
+                warm=True,
+                course_lib=copies[name],
+            )
             assert run.steps[0]["ok"], (run.steps, run.log)
             seen[len(seen)] = (name, run.log.split("MARK ", 1)[1].split()[:2], sandbox.zygotes[0])
-    assert [marks for _, marks, _ in seen.values()] == [["None", "None"], ["cascade", "None"],
-                                                        ["None", "None"], ["None", "machinery"]], seen
+    assert [marks for _, marks, _ in seen.values()] == [
+        ["None", "None"],
+        ["cascade", "None"],
+        ["None", "None"],
+        ["None", "machinery"],
+    ], seen
     zygotes = [zygote for _, _, zygote in seen.values()]
-    assert zygotes[0] is zygotes[1] is zygotes[2], "a course_lib differing in a module it never imported restarted it"
+    assert zygotes[0] is zygotes[1] is zygotes[2], (
+        "a course_lib differing in a module it never imported restarted it"
+    )
     assert zygotes[3] is not zygotes[0], "a zygote ran with a course_lib differing from the one it imported"

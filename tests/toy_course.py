@@ -27,10 +27,12 @@ def answer_notebook(grade_ids: dict[str, float]) -> nbformat.NotebookNode:
     for grade_id, points in grade_ids.items():
         name = grade_id.removeprefix("test_")
         notebook.cells += [
-            cell("code", f"def {name}():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", f"answer-{name}",
+            cell("code", f"def {name}():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
+                 f"answer-{name}",
                  {"grade": False, "solution": True, "locked": False, "grade_id": f"answer_{name}"}),
             cell("code", f"assert {name}() == 1", grade_id.replace("_", "-"),
-                 {"grade": True, "solution": False, "locked": True, "points": points, "grade_id": grade_id})]
+                 {"grade": True, "solution": False, "locked": True, "points": points, "grade_id": grade_id})
+        ]
     return notebook
 
 
@@ -39,17 +41,21 @@ def toy_notebook() -> nbformat.NotebookNode:
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
     notebook.cells = [
         cell("markdown", "# Toy assignment", "intro", slide="slide"),
-        cell("code", "import course_lib\nfrom course_lib.grading import check_close",
-              "imports", {"grade": False, "solution": False, "locked": True, "grade_id": "imports"}),
-        cell("code", 'def double(x):\n    """Twice x."""\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION',
-              "solution", {"grade": False, "solution": True, "locked": False, "grade_id": "double"}),
-        cell("code", 'check_close("double", double(3.0), 6.0)\n### BEGIN HIDDEN TESTS\n'
-                      'check_close("double", double(-1.5), -3.0)\n### END HIDDEN TESTS',
-              "test", {"grade": True, "solution": False, "locked": True, "points": 1, "grade_id": "test_double"},
-              slide="skip"),
-        cell("code", "from course_lib.checkpoints import record_results\n"
-                      'record_results("toy", {"headline": {"name": "score", "value": 42.0}})',
-              "results", slide="skip"),
+        cell("code", "import course_lib\nfrom course_lib.grading import check_close", "imports",
+             {"grade": False, "solution": False, "locked": True, "grade_id": "imports"}),
+        cell(
+            "code",
+            'def double(x):\n    """Twice x."""\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END '
+            'SOLUTION',
+            "solution", {"grade": False, "solution": True, "locked": False, "grade_id": "double"}),
+        cell(
+            "code", 'check_close("double", double(3.0), 6.0)\n### BEGIN HIDDEN TESTS\n'
+            'check_close("double", double(-1.5), -3.0)\n### END HIDDEN TESTS', "test",
+            {"grade": True, "solution": False, "locked": True, "points": 1, "grade_id": "test_double"},
+            slide="skip"),
+        cell(
+            "code", "from course_lib.checkpoints import record_results\n"
+            'record_results("toy", {"headline": {"name": "score", "value": 42.0}})', "results", slide="skip"),
     ]
     return notebook
 

@@ -38,23 +38,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, TextIO
 
-COURSE_MODE = 0o711  # the course folder and the folders on the way to a public entry: traversable, not listable
+# the course folder and the folders on the way to a public entry: traversable, not listable
+COURSE_MODE = 0o711
 UMASK = 0o077  # what every `course` command creates is its owner's alone
-EXCHANGE_MODE = 0o1777  # nbgrader needs its exchange world-writable; the sticky bit keeps each entry its creator's
+# nbgrader needs its exchange world-writable; the sticky bit keeps each entry its creator's
+EXCHANGE_MODE = 0o1777
 INBOUND_MODE = 0o1733  # nbgrader's 0733 (students create entries, cannot list them), plus the sticky bit: a
 #                        student who learnt another's entry name still cannot rename or delete it
 DEFAULT_ACL = "system.posix_acl_default"
 # The default ACL u::rwx g::--- o::--- (acl_ea_header version 2, then entries: tag, permissions, id).
 _UNDEFINED_ID = 0xFFFFFFFF
 PRIVATE_DEFAULT_ACL = struct.pack("<I", 2) + b"".join(
-    struct.pack("<HHI", tag, permissions, _UNDEFINED_ID) for tag, permissions in ((0x01, 7), (0x04, 0), (0x20, 0)))
+    struct.pack("<HHI", tag, permissions, _UNDEFINED_ID)
+    for tag, permissions in ((0x01, 7), (0x04, 0), (0x20, 0)))
 
 
 class Kind(enum.Enum):
     TREE = "readable by all, all the way down; opened again by every command"
-    ENVIRONMENT = ("a Python environment: too large to walk at every command, opened whole when it looks newly "
-                   "installed (not yet readable by all, or born under the course's private default) and by "
-                   "`course hub`")
+    ENVIRONMENT = (
+        "a Python environment: too large to walk at every command, opened whole when it looks newly "
+        "installed (not yet readable by all, or born under the course's private default) and by "
+        "`course hub`")
     EXCHANGE = "nbgrader's exchange: world-writable with the sticky bit; nbgrader's own modes inside"
 
 
@@ -70,8 +74,9 @@ class PublicEntry:
 PUBLIC = (
     PublicEntry("notebooks", Kind.TREE, "the release students fetch and work on"),
     PublicEntry("course_lib", Kind.TREE, "the course's library, imported by every notebook"),
-    PublicEntry("course_tools", Kind.TREE, "the course tool, which a grader's account runs from this environment "
-                "(it holds no answer: those are in solutions/)"),
+    PublicEntry(
+        "course_tools", Kind.TREE, "the course tool, which a grader's account runs from this environment "
+        "(it holds no answer: those are in solutions/)"),
     PublicEntry("build/data", Kind.TREE, "the data course_lib loads (scripts/fetch_data.sh)"),
     PublicEntry("nbgrader_config.py", Kind.TREE,
                 "read by the students' nbgrader (deploy/jupyter/student/nbgrader_config.py loads it)"),
@@ -101,7 +106,8 @@ def public_entry_of(root: Path, path: Path) -> PublicEntry | None:
     """The public entry that ``path`` (inside the course folder ``root``) is, or lies inside; None
     when it is private."""
     relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
-    return next((e for e in public_entries(root) if relative == e.path or relative.startswith(e.path + "/")), None)
+    return next((e for e in public_entries(root) if relative == e.path or relative.startswith(e.path + "/")),
+                None)
 
 
 def _public_entries(root: Path, exchange: Path) -> tuple[PublicEntry, ...]:
@@ -141,7 +147,8 @@ def apply_access(root: Path, *, open_environment: bool = False) -> Report:
                 _open(folder / child, public[name], report, open_environment)
             else:
                 _make_private(folder / child, report)
-    prepare_exchange(exchange, config.CourseDirectory.course_id, {os.geteuid(), os.lstat(root).st_uid}, report)
+    prepare_exchange(exchange, config.CourseDirectory.course_id,
+                     {os.geteuid(), os.lstat(root).st_uid}, report)
     return report
 
 
@@ -191,8 +198,9 @@ def prepare_exchange(exchange: Path, course_id: str, instructors: set[int], repo
         return
     info = os.lstat(course)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid not in instructors | {os.lstat(exchange).st_uid}:
-        raise CourseError(f"{course}: not the instructor's folder (owner uid {info.st_uid}): someone else created "
-                          "it in the exchange; remove it and run the command again")
+        raise CourseError(
+            f"{course}: not the instructor's folder (owner uid {info.st_uid}): someone else created "
+            "it in the exchange; remove it and run the command again")
     _drop_default_acl(course)
     for name in ("inbound", "outbound", "feedback"):
         if _is_real_folder(course / name):
@@ -218,8 +226,9 @@ def _set_mode(path: Path, mode: int, report: Report) -> None:
     try:
         os.chmod(path, mode)
     except PermissionError:
-        report.problems.append(f"{path}: mode {stat.S_IMODE(info.st_mode):o} and not yours to change to {mode:o} "
-                               f"(owner uid {info.st_uid})")
+        report.problems.append(
+            f"{path}: mode {stat.S_IMODE(info.st_mode):o} and not yours to change to {mode:o} "
+            f"(owner uid {info.st_uid})")
 
 
 def _make_private(path: Path, report: Report) -> None:
@@ -246,7 +255,9 @@ def _open(path: Path, entry: PublicEntry, report: Report, open_environment: bool
         return  # prepare_exchange
     if entry.kind is Kind.ENVIRONMENT and not open_environment and \
             _opened_mode(info.st_mode, True) == stat.S_IMODE(info.st_mode) and not _has_default_acl(path):
-        return  # installed as usual (umask 022): walking its tens of thousands of files at every command costs seconds
+        # installed as usual (umask 022): walking its tens of thousands of files at every command costs
+        # seconds
+        return
     _set_mode(path, _opened_mode(info.st_mode, stat.S_ISDIR(info.st_mode)), report)
     if not stat.S_ISDIR(info.st_mode):
         return
@@ -279,8 +290,9 @@ def _set_default_acl(folder: Path, report: Report) -> None:
         if error.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
             report.acl = False
         else:
-            report.problems.append(f"{folder}: no default ACL ({error.strerror}): what other tools create there "
-                                   "is readable by others until the next `course` command")
+            report.problems.append(
+                f"{folder}: no default ACL ({error.strerror}): what other tools create there "
+                "is readable by others until the next `course` command")
 
 
 def _drop_default_acl(folder: Path) -> None:

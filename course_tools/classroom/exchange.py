@@ -47,7 +47,8 @@ def _checked(result: dict, what: str) -> str:
     log = result.get("log", "")
     if not result["success"]:
         errors = [line for line in log.splitlines() if line.startswith("[ERROR]")]
-        reason = errors[-1][len("[ERROR] "):] if errors else (result.get("error") or "").strip().splitlines()[-1:]
+        reason = errors[-1][len("[ERROR] "):] if errors else (result.get("error") or
+                                                              "").strip().splitlines()[-1:]
         raise CourseError(f"{what}: {reason or 'nbgrader gave no reason'}")
     return log
 
@@ -62,9 +63,12 @@ def release_to_exchange(assignment: Assignment, out: TextIO | None = None) -> No
     out = out or sys.stdout
     # force: the release is regenerated from solutions/, so a newer one always replaces the older
     api = _api(assignment.root, ExchangeReleaseAssignment={"force": True})
-    _checked(api.release_assignment(assignment.id), f"{assignment.id}: nbgrader could not release it to the exchange")
-    print(f"released {assignment.id} to the exchange ({api.coursedir.course_id} in {exchange_root(assignment.root)})",
-          file=out)
+    _checked(api.release_assignment(assignment.id),
+             f"{assignment.id}: nbgrader could not release it to the exchange")
+    print(
+        f"released {assignment.id} to the exchange ({api.coursedir.course_id} in "
+        f"{exchange_root(assignment.root)})",
+        file=out)
 
 
 def collect_from_exchange(assignment: Assignment, out: TextIO | None = None, limits: Limits | None = None
@@ -87,9 +91,10 @@ def collect_from_exchange(assignment: Assignment, out: TextIO | None = None, lim
 
     out = out or sys.stdout
     roster = assignment.root / ROSTER
-    collected = Collected(assignment, exchange_root(assignment.root) / _course_id(assignment.root) / "inbound",
-                          limits or Limits(),
-                          {e["student_id"] for e in read_roster(roster)} if roster.is_file() else None)
+    collected = Collected(assignment,
+                          exchange_root(assignment.root) / _course_id(assignment.root) / "inbound", limits or
+                          Limits(), {e["student_id"]
+                                     for e in read_roster(roster)} if roster.is_file() else None)
     for stage in COLLECT_STAGES:
         stage(collected)
     collected.report(out)
@@ -100,13 +105,15 @@ def collect_from_exchange(assignment: Assignment, out: TextIO | None = None, lim
 
 @dataclass
 class InboxEntry:
-    """One folder of the inbox, as nbgrader's submit names it: ``<login>+<assignment>+<timestamp>[+<random>]``."""
+    """One folder of the inbox, as nbgrader's submit names it:
+    ``<login>+<assignment>+<timestamp>[+<random>]``."""
 
     name: str
     login: str  # the login its name claims
     claimed: dt.datetime | None  # the time its name claims (UTC); None when it cannot be read
     owner: str = ""  # the account that made it
-    received: dt.datetime = dt.datetime.min  # the last change of the entry or a file collected from it (ctime, UTC)
+    # the last change of the entry or a file collected from it (ctime, UTC)
+    received: dt.datetime = dt.datetime.min
     files: list[str] = field(default_factory=list)  # the files to collect from it
 
     @property
@@ -129,7 +136,8 @@ class Collected:
     students_of_the_roster: set[str] | None  # None: no roster, any account may submit
     entries: list[InboxEntry] = field(default_factory=list)
     refused: list[tuple[InboxEntry, str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # times not taken as claimed, unfinished entries, missing files
+    notes: list[str] = field(
+        default_factory=list)  # times not taken as claimed, unfinished entries, missing files
     latest: dict[str, InboxEntry] = field(default_factory=dict)  # login -> the entry to collect
     students: list[str] = field(default_factory=list)  # collected this time
 
@@ -141,9 +149,11 @@ class Collected:
         print(f"collected {len(self.students)} new submission(s) of {self.assignment.id} into submitted/: "
               f"{', '.join(self.students) or 'none'}", file=out)
         if self.refused:
-            print(f"refused {len(self.refused)} inbox entr{'y' if len(self.refused) == 1 else 'ies'} (not collected; "
-                  "a student's earlier entry is, when there is one; named here until removed from the inbox):",
-                  file=out)
+            print(
+                f"refused {len(self.refused)} inbox entr{'y' if len(self.refused) == 1 else 'ies'} (not "
+                "collected; "
+                "a student's earlier entry is, when there is one; named here until removed from the inbox):",
+                file=out)
             for entry, why in sorted(self.refused, key=lambda item: item[0].name):
                 print(f"  {safe_text(entry.name, one_line=True)}: {safe_text(why, one_line=True)}", file=out)
         for note in self.notes:
@@ -163,14 +173,18 @@ def read_inbox(collected: Collected) -> None:
         info = os.lstat(collected.inbound / name)
         entry.owner = _login(info.st_uid)
         if not stat.S_ISDIR(info.st_mode):
-            collected.refused.append((entry, f"{_kind(info.st_mode)} made by {entry.owner}, not a submission folder"))
+            collected.refused.append(
+                (entry, f"{_kind(info.st_mode)} made by {entry.owner}, not a submission folder"))
         elif entry.owner != login:
-            collected.refused.append((entry, f"named for {login} but made by {entry.owner}: {entry.owner} may not "
-                                             f"submit in {login}'s name"))
+            collected.refused.append(
+                (entry, f"named for {login} but made by {entry.owner}: {entry.owner} may not "
+                 f"submit in {login}'s name"))
         elif collected.students_of_the_roster is not None and login not in collected.students_of_the_roster:
             collected.refused.append((entry, f"made by {login}, who is not a student of the roster"))
-        elif stat.S_IMODE(info.st_mode) != SUBMITTED_MODE or not os.path.lexists(collected.inbound / name / TIMESTAMP):
-            collected.notes.append(f"{name}: nbgrader's submit has not finished with it: left for the next collect")
+        elif stat.S_IMODE(
+                info.st_mode) != SUBMITTED_MODE or not os.path.lexists(collected.inbound / name / TIMESTAMP):
+            collected.notes.append(
+                f"{name}: nbgrader's submit has not finished with it: left for the next collect")
         else:
             entry.received = _utc(info.st_ctime)
             collected.entries.append(entry)
@@ -201,14 +215,17 @@ def choose_latest(collected: Collected) -> None:
     """Each student's entry with the latest submission time, and a note for each time not taken as claimed."""
     for entry in collected.entries:
         if entry.claimed is None:
-            collected.notes.append(f"{entry.name}: no time in its name: the exchange's, {_shown(entry.received)}, is used")
+            collected.notes.append(
+                f"{entry.name}: no time in its name: the exchange's, {_shown(entry.received)}, is used")
         elif entry.claimed > entry.received + CLOCK_SKEW:
-            collected.notes.append(f"{entry.name}: claims {_shown(entry.claimed)}, later than the exchange received it "
-                                   f"({_shown(entry.received)}): that time is used")
+            collected.notes.append(
+                f"{entry.name}: claims {_shown(entry.claimed)}, later than the exchange received it "
+                f"({_shown(entry.received)}): that time is used")
         elif entry.claimed < entry.received - CLOCK_SKEW:
-            collected.notes.append(f"{entry.name}: claims {_shown(entry.claimed)}, but its files last changed at "
-                                   f"{_shown(entry.received)} (changed after it was submitted, or a wrong clock): "
-                                   "that time is used")
+            collected.notes.append(
+                f"{entry.name}: claims {_shown(entry.claimed)}, but its files last changed at "
+                f"{_shown(entry.received)} (changed after it was submitted, or a wrong clock): "
+                "that time is used")
         latest = collected.latest.get(entry.login)
         if latest is None or (entry.time, entry.name) > (latest.time, latest.name):
             collected.latest[entry.login] = entry
@@ -310,7 +327,8 @@ def _opened(collected: Collected, entry: InboxEntry, name: str):
         raise Refused(str(why).replace(f"{entry.name}/", "", 1)) from None
     try:
         if info.st_uid != os.lstat(collected.inbound / entry.name).st_uid:
-            raise Refused(f"{name} was made by {_login(info.st_uid)}, not by {entry.owner} whose submission it is in")
+            raise Refused(
+                f"{name} was made by {_login(info.st_uid)}, not by {entry.owner} whose submission it is in")
         yield fd, info
     finally:
         os.close(fd)
@@ -335,9 +353,11 @@ def release_feedback_to_exchange(assignment: Assignment, students: list[str] | N
         if not (submission / SECRET).is_file():
             missing.append(student)
             continue
-        for name in (SECRET, TIMESTAMP):  # nbgrader reads them beside the page, as its generate_feedback leaves them
+        for name in (SECRET,
+                     TIMESTAMP):  # nbgrader reads them beside the page, as its generate_feedback leaves them
             shutil.copy(submission / name, folder / name)
-        for page in folder.glob("*.html"):  # nbgrader's copy keeps the mode: the student reads it, whatever the umask
+        for page in folder.glob(
+                "*.html"):  # nbgrader's copy keeps the mode: the student reads it, whatever the umask
             page.chmod(0o644)
         _checked(api.release_feedback(assignment.id, student),
                  f"{assignment.id}: nbgrader could not release {student}'s feedback")
@@ -345,7 +365,8 @@ def release_feedback_to_exchange(assignment: Assignment, students: list[str] | N
     print(f"released feedback on {assignment.id} to the exchange for {len(released)} student(s): "
           f"{', '.join(released) or 'none'}", file=out)
     if missing:
-        print(f"not released for {len(missing)}: their submission did not come through the exchange "
-              f"(no {SECRET}), give them feedback/<student>/{assignment.id}/ another way: {', '.join(missing)}",
-              file=out)
+        print(
+            f"not released for {len(missing)}: their submission did not come through the exchange "
+            f"(no {SECRET}), give them feedback/<student>/{assignment.id}/ another way: {', '.join(missing)}",
+            file=out)
     return 1 if missing else 0

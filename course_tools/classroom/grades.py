@@ -94,7 +94,8 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def export(root: Path, selected: list[Assignment], csv_path: str | None = None, out: TextIO | None = None) -> int:
+def export(root: Path, selected: list[Assignment], csv_path: str | None = None,
+           out: TextIO | None = None) -> int:
     """Print the table (and write ``csv_path``); exit status 1 when anything still needs attention."""
     out = out or sys.stdout
     table = rows(root, selected)

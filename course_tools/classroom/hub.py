@@ -56,10 +56,12 @@ def create_accounts(logins: list[str], passwords: Path) -> list[str]:
         subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", login],
                        check=True, capture_output=True)
         password = secrets.token_urlsafe(12)
-        subprocess.run(["chpasswd"], input=f"{login}:{password}\n", text=True, check=True, capture_output=True)
+        subprocess.run(["chpasswd"], input=f"{login}:{password}\n", text=True, check=True,
+                       capture_output=True)
         passwords.parent.mkdir(parents=True, exist_ok=True)
         fresh = not passwords.exists()
-        with os.fdopen(os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "w", newline="") as handle:
+        with os.fdopen(os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "w",
+                       newline="") as handle:
             writer = csv.writer(handle)
             if fresh:
                 writer.writerow(["id", "password"])
@@ -111,13 +113,15 @@ def start_hub(root: Path, port: int, instructors: list[str], python: Path | None
         raise CourseError(f"{hub} is missing: pip install -e '.[instructor]' (make setup does)")
     python = python or Path(sys.executable)
     if not reachable_by_others(python):
-        raise CourseError(f"{python.resolve()} cannot be run by the students (a folder on its way is private, "
-                          "as with a Python under /root): give `course hub --python` one they can run that "
-                          "imports this course's packages")
+        raise CourseError(
+            f"{python.resolve()} cannot be run by the students (a folder on its way is private, "
+            "as with a Python under /root): give `course hub --python` one they can run that "
+            "imports this course's packages")
     if not _public_or_outside(root, python):
-        raise CourseError(f"{python} is inside the course folder, which students cannot read but for its public "
-                          f"entries ({', '.join(e.path for e in public_entries(root))}): give `course hub --python` "
-                          "the course's .venv or a Python outside the course folder")
+        raise CourseError(
+            f"{python} is inside the course folder, which students cannot read but for its public "
+            f"entries ({', '.join(e.path for e in public_entries(root))}): give `course hub --python` "
+            "the course's .venv or a Python outside the course folder")
     logins = hub_logins(root / ROSTER)
     state.mkdir(parents=True, exist_ok=True)
     os.chmod(state, 0o700)  # the hub's database and cookie secret
@@ -129,16 +133,20 @@ def start_hub(root: Path, port: int, instructors: list[str], python: Path | None
     for problem in access.problems:
         print(f"course hub: warning: {problem}", file=out)
     if not access.acl:
-        print("course hub: warning: this file system has no POSIX ACLs: files that other tools (git, Jupyter, "
-              "nbgrader) create at the top of the course folder are readable by students until the next `course` "
-              "command", file=out)
+        print(
+            "course hub: warning: this file system has no POSIX ACLs: files that other tools (git, Jupyter, "
+            "nbgrader) create at the top of the course folder are readable by students until the next "
+            "`course` "
+            "command", file=out)
     for instructor in instructors:
         if _uid(instructor) not in (0, root.stat().st_uid):
-            print(f"course hub: warning: {instructor} does not own the course folder, which is private to its owner: "
-                  "their formgrader cannot read it", file=out)
+            print(
+                f"course hub: warning: {instructor} does not own the course folder, which is private to its "
+                "owner: "
+                "their formgrader cannot read it", file=out)
 
-    environment = dict(os.environ, COURSE_ROOT=str(root), COURSE_HUB_STATE=str(state), COURSE_HUB_PORT=str(port),
-                       COURSE_HUB_INSTRUCTORS=",".join(instructors),
+    environment = dict(os.environ, COURSE_ROOT=str(root), COURSE_HUB_STATE=str(state),
+                       COURSE_HUB_PORT=str(port), COURSE_HUB_INSTRUCTORS=",".join(instructors),
                        COURSE_HUB_PYTHON=str(python))
     log = state / "jupyterhub.log"
     with log.open("ab") as handle:
@@ -158,7 +166,8 @@ def start_hub(root: Path, port: int, instructors: list[str], python: Path | None
                 tail = log.read_text(errors="replace").splitlines()[-15:]
                 raise CourseError("the hub did not start; the end of its log:\n" + "\n".join(tail))
             time.sleep(0.5)
-    print(f"the hub is running at {url} (log: {log.relative_to(root)}); stop it with `course hub --stop`", file=out)
+    print(f"the hub is running at {url} (log: {log.relative_to(root)}); stop it with `course hub --stop`",
+          file=out)
     return url
 
 

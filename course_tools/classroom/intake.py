@@ -31,7 +31,8 @@ from course_tools.untrusted import no_links
 
 FILE_MODE = 0o644  # and narrower under `course`'s umask 077 (access.py)
 CHUNK = 1 << 20
-# A plain name for a folder under submitted/: a roster's student_id or a login (roster.LOGIN_NAME is stricter).
+# A plain name for a folder under submitted/: a roster's student_id or a login (roster.LOGIN_NAME is
+# stricter).
 PLAIN_NAME = re.compile(r"[^/\\\0]{1,255}")
 
 
@@ -136,12 +137,14 @@ class Submission:
     files: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not PLAIN_NAME.fullmatch(self.student) or self.student in (".", "..") or self.student.startswith("."):
+        if not PLAIN_NAME.fullmatch(self.student) or self.student in (".",
+                                                                      "..") or self.student.startswith("."):
             raise Refused(f"{self.student!r} cannot name a folder under submitted/")
         folder = Assignment(self.assignment, self.root).submitted_root / self.student
         folder.mkdir(parents=True, exist_ok=True)
         no_links(folder, self.root)  # submitted/ and the student's folder are the course's own, never links
-        # A hidden name: `course autograde` and nbgrader list submitted/*/<assignment>, which never matches it.
+        # A hidden name: `course autograde` and nbgrader list submitted/*/<assignment>, which never matches
+        # it.
         self.staging = Path(tempfile.mkdtemp(prefix=f".{self.assignment}.incoming-", dir=folder))
 
     def path(self, parts: tuple[str, ...]) -> Path:
@@ -162,7 +165,8 @@ class Submission:
 
     def write_bytes(self, parts: tuple[str, ...], data: bytes) -> None:
         """A small file of ours (timestamp.txt), outside any student's budget."""
-        fd = os.open(self.path(parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        fd = os.open(self.path(parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     FILE_MODE)
         with os.fdopen(fd, "wb") as target:
             target.write(data)
 
@@ -180,5 +184,6 @@ class Submission:
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
-        with contextlib.suppress(OSError):  # the student's folder, when this made it and it holds nothing else
+        with contextlib.suppress(
+                OSError):  # the student's folder, when this made it and it holds nothing else
             self.staging.parent.rmdir()

@@ -4,9 +4,11 @@
   extension the gradebook's ``SubmittedAssignment.extension`` (``course extend STUDENT ASSIGNMENT
   DURATION``), as nbgrader's formgrader shows them. Both are stored in UTC.
 * The submission time is the gradebook's ``SubmittedAssignment.timestamp``, which ``course autograde``
-  takes from the ``timestamp.txt`` the collector wrote (:mod:`course_tools.classroom.exchange`: the time the exchange's file
+  takes from the ``timestamp.txt`` the collector wrote (:mod:`course_tools.classroom.exchange`: the time the
+  exchange's file
   system recorded, which no student can set). A student's own file of that name is never copied.
-  LMS archives (:mod:`course_tools.classroom.zip_collect`) carry no time the LMS vouches for: their submissions are never
+  LMS archives (:mod:`course_tools.classroom.zip_collect`) carry no time the LMS vouches for: their
+  submissions are never
   late here, and the LMS applies its own policy.
 * The policy is configured once, in ``nbgrader_config.py``, through nbgrader's late-submission plugin
   interface (its ``AssignLatePenalties.plugin_class``; :class:`LatePolicy` by default)::
@@ -42,13 +44,15 @@ PERIOD_SECONDS = {"per_hour": 3600, "per_day": 86400}
 class LatePolicy(LateSubmissionPlugin):
     """nbgrader's plugin with two more methods: a percentage of the score per started hour or day."""
 
-    penalty_method = Enum(("none", "zero", "per_hour", "per_day"), default_value="none",
-                          help="none: no penalty; zero: the whole score; per_hour, per_day: `percent` % of the "
-                               "score for each hour or day begun after the due date, at most `cap` %").tag(config=True)
+    penalty_method = Enum(
+        ("none", "zero", "per_hour", "per_day"), default_value="none",
+        help="none: no penalty; zero: the whole score; per_hour, per_day: `percent` % of the "
+        "score for each hour or day begun after the due date, at most `cap` %").tag(config=True)
     percent = Float(10.0, help="per_hour/per_day: percent of the score per started period").tag(config=True)
     cap = Float(100.0, help="the largest penalty, in percent of the score").tag(config=True)
 
-    def late_submission_penalty(self, student_id: str, score: float, total_seconds_late: float) -> float | None:
+    def late_submission_penalty(self, student_id: str, score: float,
+                                total_seconds_late: float) -> float | None:
         if total_seconds_late <= 0 or self.penalty_method == "none":
             return None
         if self.penalty_method == "zero":
@@ -136,7 +140,8 @@ def parse_when(text: str) -> dt.datetime:
     try:
         moment = dt.datetime.fromisoformat(text.strip())
     except ValueError:
-        raise CourseError(f"{text!r} is not a date and time like 2026-12-01 17:00 or 2026-12-01T17:00+01:00") from None
+        raise CourseError(
+            f"{text!r} is not a date and time like 2026-12-01 17:00 or 2026-12-01T17:00+01:00") from None
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc).replace(tzinfo=None)
     return moment
@@ -192,12 +197,14 @@ def deadlines(url: str, assignment: str) -> dict[str, Deadline]:
 def add_parsers(steps: argparse._SubParsersAction) -> None:
     due = steps.add_parser("due", help="set (or show) an assignment's due date in the gradebook")
     due.add_argument("assignment", metavar="ASSIGNMENT")
-    due.add_argument("when", nargs="?", metavar="WHEN",
-                     help="ISO 8601, e.g. '2026-12-01 17:00' (UTC) or '2026-12-01T17:00+01:00'; 'none' clears it")
+    due.add_argument(
+        "when", nargs="?", metavar="WHEN",
+        help="ISO 8601, e.g. '2026-12-01 17:00' (UTC) or '2026-12-01T17:00+01:00'; 'none' clears it")
     extension = steps.add_parser("extend", help="grant a student an extension of an assignment's due date")
     extension.add_argument("student", metavar="STUDENT")
     extension.add_argument("assignment", metavar="ASSIGNMENT")
-    extension.add_argument("duration", metavar="DURATION", help="e.g. 2d, 36h, 1d 12h, 90min; 'none' withdraws it")
+    extension.add_argument("duration", metavar="DURATION",
+                           help="e.g. 2d, 36h, 1d 12h, 90min; 'none' withdraws it")
 
 
 def run_step(arguments: argparse.Namespace, root: Path, out: TextIO | None = None) -> int:
@@ -220,13 +227,16 @@ def run_step(arguments: argparse.Namespace, root: Path, out: TextIO | None = Non
     withdrawn = arguments.duration.strip().lower() == "none"
     extension = None if withdrawn else parse_duration(arguments.duration)
     if not withdrawn and _due(url, assignment.id) is None:
-        raise CourseError(f"{assignment.id} has no due date to extend: set one with `course due {assignment.id} WHEN`")
+        raise CourseError(
+            f"{assignment.id} has no due date to extend: set one with `course due {assignment.id} WHEN`")
     gradebook.ensure_cells(url, assignment, source_cells(assignment.source))
     extend(url, assignment.id, arguments.student, extension)
     deadline = deadlines(url, assignment.id)[arguments.student]
-    print(f"{arguments.student} · {assignment.id}: "
-          + (f"extension withdrawn; due {shown(deadline.due)}" if withdrawn else
-             f"extended by {duration_text(extension.total_seconds())}: due {shown(deadline.effective)}"), file=out)
+    print(
+        f"{arguments.student} · {assignment.id}: " +
+        (f"extension withdrawn; due {shown(deadline.due)}" if withdrawn else
+         f"extended by {duration_text(extension.total_seconds())}: due {shown(deadline.effective)}"),
+        file=out)
     return 0
 
 

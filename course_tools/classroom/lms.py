@@ -41,12 +41,31 @@ from course_tools.grading.submission import source_cells
 from course_tools.untrusted import safe_text
 
 from .grades import rows as grade_rows
-from .lms_sheets import CANVAS_KEYS, MOODLE_KEYS, Matcher, Sheet, find_or_add_column, read_roster, read_sheet, report_unmatched
+from .lms_sheets import (
+    CANVAS_KEYS,
+    MOODLE_KEYS,
+    Matcher,
+    Sheet,
+    find_or_add_column,
+    read_roster,
+    read_sheet,
+    report_unmatched,
+)
 
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 CANVAS_POINTS = "Points Possible"
-MOODLE_COLUMNS = ("Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
-                  "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments")
+MOODLE_COLUMNS = (
+    "Identifier",
+    "Full name",
+    "Email address",
+    "Status",
+    "Grade",
+    "Maximum Grade",
+    "Grade can be changed",
+    "Last modified (submission)",
+    "Last modified (grade)",
+    "Feedback comments",
+)
 MOODLE_REQUIRED = ("Identifier", "Grade", "Last modified (grade)")  # what Moodle's worksheet import looks up
 MOODLE_SUBMITTED, MOODLE_NO_SUBMISSION = "Submitted for grading", "No submission"
 
@@ -104,7 +123,9 @@ class Grades:
 
 def load_grades(root: Path, selected: list[Assignment], per_exercise: bool) -> Grades:
     rows = {(row["assignment"], row["student"]): row for row in grade_rows(root, selected)}
-    points = {a.id: [(c.grade_id, c.points) for c in source_cells(a.source) if c.kind == "test"] for a in selected}
+    points = {
+        a.id: [(c.grade_id, c.points) for c in source_cells(a.source) if c.kind == "test"] for a in selected
+    }
     exercises = _exercise_scores(root, selected) if per_exercise else {}
     return Grades(selected, rows, points, exercises, per_exercise)
 
@@ -112,7 +133,7 @@ def load_grades(root: Path, selected: list[Assignment], per_exercise: bool) -> G
 def _exercise_scores(root: Path, selected: list[Assignment]) -> dict[tuple[str, str], dict[str, float]]:
     """Per student and graded cell, the gradebook's score (a grader's manual score wins, as in nbgrader)."""
     url = gradebook.db_url(root)
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).is_file():
         return {}  # nothing graded yet; opening the Gradebook would create an empty database
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -125,20 +146,23 @@ def _exercise_scores(root: Path, selected: list[Assignment]) -> dict[tuple[str, 
                 continue
             for submission in submissions:
                 found[(assignment.id, submission.student.id)] = {
-                    g.name: g.score for notebook in submission.notebooks for g in notebook.grades}
+                    g.name: g.score for notebook in submission.notebooks for g in notebook.grades
+                }
     return found
 
 
 def _roster(grades: Grades, roster_path: Path | None) -> list[dict[str, str]]:
-    """The roster file's students, each graded student it lacks reported; without a file, the graded students."""
+    """The roster file's students, each graded student it lacks reported; without a file, the graded
+    students."""
     if roster_path is None:
         return [{"student_id": student} for student in grades.students]
     roster = read_roster(roster_path)
     listed = {entry["student_id"] for entry in roster}
     for student in grades.students:
         if student not in listed:
-            grades.problems.append(f"{student}: in the gradebook but not in the roster {roster_path.name}: "
-                                   "not exported")
+            grades.problems.append(
+                f"{student}: in the gradebook but not in the roster {roster_path.name}: not exported"
+            )
     return roster
 
 
@@ -150,8 +174,15 @@ def _report_unlisted(grades: Grades, used: set[str], roster: list[dict[str, str]
             grades.problems.append(f"{student}: in the gradebook but has no row in {where}: not exported")
 
 
-def _exported(lms_file: Path, required: tuple[str, ...], what: str, keys: tuple, name_column: str,
-              roster: list[dict[str, str]], problems: list[str]) -> tuple[Sheet, list, set[int]]:
+def _exported(
+    lms_file: Path,
+    required: tuple[str, ...],
+    what: str,
+    keys: tuple,
+    name_column: str,
+    roster: list[dict[str, str]],
+    problems: list[str],
+) -> tuple[Sheet, list, set[int]]:
     """A sheet exported from the LMS: its rows, the roster entry each row is (None: nobody) and the
     rows already reported as unmatched."""
     sheet = read_sheet(lms_file)
@@ -159,34 +190,59 @@ def _exported(lms_file: Path, required: tuple[str, ...], what: str, keys: tuple,
     if missing:
         raise CourseError(f"{lms_file}: not {what} (no column {', '.join(missing)})")
     matches = Matcher(roster, keys).match(sheet)
-    return sheet, [match.entry for match in matches], report_unmatched(matches, sheet, name_column, lms_file, problems)
+    return (
+        sheet,
+        [match.entry for match in matches],
+        report_unmatched(matches, sheet, name_column, lms_file, problems),
+    )
 
 
 # ------------------------------------------------------------------------------------ Canvas ----
 
+
 def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | None) -> Sheet:
     if lms_file is None:
         sheet = Sheet(list(CANVAS_COLUMNS))
-        sheet.rows = [[entry.get("name") or entry["student_id"], entry.get("canvas_id", ""),
-                       entry.get("sis_user_id", ""), entry.get("sis_login_id") or entry["student_id"],
-                       entry.get("section", "")] for entry in roster]
+        sheet.rows = [
+            [
+                entry.get("name") or entry["student_id"],
+                entry.get("canvas_id", ""),
+                entry.get("sis_user_id", ""),
+                entry.get("sis_login_id") or entry["student_id"],
+                entry.get("section", ""),
+            ]
+            for entry in roster
+        ]
         sheet.rows.insert(0, [CANVAS_POINTS, "", "", "", ""])
         owners = [None] + roster  # each row of a new sheet is the roster entry it was written for
         explained = set()
     else:
-        sheet, owners, explained = _exported(lms_file, CANVAS_COLUMNS, "a Canvas gradebook export", CANVAS_KEYS,
-                                             "Student", roster, grades.problems)
+        sheet, owners, explained = _exported(
+            lms_file,
+            CANVAS_COLUMNS,
+            "a Canvas gradebook export",
+            CANVAS_KEYS,
+            "Student",
+            roster,
+            grades.problems,
+        )
     where = lms_file.name if lms_file else "the sheet"
     student_column = sheet.column("Student")
-    targets = [(assignment.id, grade_id, find_or_add_column(sheet, name, grades.problems, lms_file))
-               for assignment in grades.selected for grade_id, name in grades.columns(assignment.id)]
+    targets = [
+        (assignment.id, grade_id, find_or_add_column(sheet, name, grades.problems, lms_file))
+        for assignment in grades.selected
+        for grade_id, name in grades.columns(assignment.id)
+    ]
     used = set()
     for number, (row, entry) in enumerate(zip(sheet.rows, owners), 2):
         if row[student_column].strip() == CANVAS_POINTS:
             for assignment, grade_id, column in targets:
                 if not row[column].strip():
-                    points = dict(grades.points[assignment]).get(grade_id) if grade_id else \
-                        grades.maximum(assignment)
+                    points = (
+                        dict(grades.points[assignment]).get(grade_id)
+                        if grade_id
+                        else grades.maximum(assignment)
+                    )
                     row[column] = f"{points:g}"
             continue
         if not any(row[sheet.column(name)].strip() for name in CANVAS_COLUMNS[:4]):
@@ -198,23 +254,30 @@ def canvas_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
         for assignment, grade_id, column in targets:
             if entry is None:
                 if grade_id is None and number not in explained:
-                    grades.problems.append(f"{who} · {assignment}: not in the gradebook (no submission): "
-                                           "grade left as it was")
+                    grades.problems.append(
+                        f"{who} · {assignment}: not in the gradebook (no submission): grade left as it was"
+                    )
                 continue
-            row[column] = grades.score(assignment, entry["student_id"], who) if grade_id is None else \
-                grades.exercise_score(assignment, entry["student_id"], grade_id)
+            row[column] = (
+                grades.score(assignment, entry["student_id"], who)
+                if grade_id is None
+                else grades.exercise_score(assignment, entry["student_id"], grade_id)
+            )
     _report_unlisted(grades, used, roster, where)
     return sheet
 
 
 # ------------------------------------------------------------------------------------ Moodle ----
 
+
 def _moodle_time(moment: dt.datetime) -> str:
     """Moodle's own date format (strftimedatetime), which its import reads back with strtotime."""
     return moment.strftime("%A, %d %B %Y, %I:%M %p")
 
 
-def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | None, assignment: str) -> Sheet:
+def moodle_sheet(
+    grades: Grades, roster: list[dict[str, str]], lms_file: Path | None, assignment: str
+) -> Sheet:
     maximum = grades.maximum(assignment)
     exercises = [(grade_id, name) for grade_id, name in grades.columns(assignment) if grade_id]
     if lms_file is None:
@@ -223,34 +286,67 @@ def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
         for entry in roster:
             student = entry["student_id"]
             if not entry.get("moodle_identifier"):
-                grades.problems.append(f"{student}: no moodle_identifier in the roster: Moodle will skip this row "
-                                       "(fill the worksheet Moodle exports with --lms-file instead)")
+                grades.problems.append(
+                    f"{student}: no moodle_identifier in the roster: Moodle will skip this row "
+                    "(fill the worksheet Moodle exports with --lms-file instead)"
+                )
             row = grades.rows.get((assignment, student))
-            status = MOODLE_NO_SUBMISSION if row is None or row["status"] == NOT_SUBMITTED else MOODLE_SUBMITTED
-            sheet.rows.append([entry.get("moodle_identifier", ""), entry.get("name") or student,
-                               entry.get("email", ""), status, "", f"{maximum:g}", "Yes", "", now, ""])
+            status = (
+                MOODLE_NO_SUBMISSION if row is None or row["status"] == NOT_SUBMITTED else MOODLE_SUBMITTED
+            )
+            sheet.rows.append(
+                [
+                    entry.get("moodle_identifier", ""),
+                    entry.get("name") or student,
+                    entry.get("email", ""),
+                    status,
+                    "",
+                    f"{maximum:g}",
+                    "Yes",
+                    "",
+                    now,
+                    "",
+                ]
+            )
         owners = roster
         explained = set()
     else:
-        sheet, owners, explained = _exported(lms_file, MOODLE_REQUIRED, "a Moodle grading worksheet", MOODLE_KEYS,
-                                             "Full name", roster, grades.problems)
+        sheet, owners, explained = _exported(
+            lms_file,
+            MOODLE_REQUIRED,
+            "a Moodle grading worksheet",
+            MOODLE_KEYS,
+            "Full name",
+            roster,
+            grades.problems,
+        )
     where = lms_file.name if lms_file else "the sheet"
     grade_column = sheet.column("Grade")
-    targets = [(grade_id, find_or_add_column(sheet, name, grades.problems, lms_file)) for grade_id, name in exercises]
+    targets = [
+        (grade_id, find_or_add_column(sheet, name, grades.problems, lms_file)) for grade_id, name in exercises
+    ]
     used, maximum_reported = set(), False
     for number, (row, entry) in enumerate(zip(sheet.rows, owners), 2):
-        label = row[sheet.column("Full name")] if "Full name" in sheet.header else row[sheet.column("Identifier")]
+        label = (
+            row[sheet.column("Full name")] if "Full name" in sheet.header else row[sheet.column("Identifier")]
+        )
         if entry is None and number in explained:
             continue
         if entry is None:
-            grades.problems.append(f"{where} row {number} ({safe_text(label, one_line=True)[:80]}) · "
-                                   f"{assignment}: not in the gradebook (no submission): grade left as it was")
+            grades.problems.append(
+                f"{where} row {number} ({safe_text(label, one_line=True)[:80]}) · "
+                f"{assignment}: not in the gradebook (no submission): grade left as it was"
+            )
             continue
         student = entry["student_id"]
         used.add(student)
         row[grade_column] = grades.score(assignment, student, student)
         note = grades.late_note(assignment, student)
-        if note and "Feedback comments" in sheet.header and not row[sheet.column("Feedback comments")].strip():
+        if (
+            note
+            and "Feedback comments" in sheet.header
+            and not row[sheet.column("Feedback comments")].strip()
+        ):
             row[sheet.column("Feedback comments")] = note  # an instructor's own comment is never replaced
         for grade_id, column in targets:
             row[column] = grades.exercise_score(assignment, student, grade_id)
@@ -262,24 +358,38 @@ def moodle_sheet(grades: Grades, roster: list[dict[str, str]], lms_file: Path | 
                 differs = True
             if differs:
                 maximum_reported = True
-                grades.problems.append(f"{where}: Moodle's maximum grade is {safe_text(theirs, one_line=True)}, "
-                                       f"ours {maximum:g}: scores are written unscaled, and Moodle skips any above "
-                                       "its maximum")
+                grades.problems.append(
+                    f"{where}: Moodle's maximum grade is {safe_text(theirs, one_line=True)}, "
+                    f"ours {maximum:g}: scores are written unscaled, and Moodle skips any above "
+                    "its maximum"
+                )
     _report_unlisted(grades, used, roster, where)
     return sheet
 
 
 # ------------------------------------------------------------------------------------ command ----
 
-def export_lms(root: Path, selected: list[Assignment], fmt: str, out: Path | None = None, *,
-               per_exercise: bool = False, roster: Path | None = None, lms_file: Path | None = None,
-               stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+
+def export_lms(
+    root: Path,
+    selected: list[Assignment],
+    fmt: str,
+    out: Path | None = None,
+    *,
+    per_exercise: bool = False,
+    roster: Path | None = None,
+    lms_file: Path | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
     """Write the Canvas sheet (``out``: a file, default ``build/grades/canvas.csv``) or one Moodle
     worksheet per assignment (``out``: a folder, default ``build/grades/moodle``); name every
     problem on stderr. Exit status 1 when there is any, else 0."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     if fmt == "moodle" and lms_file is not None and len(selected) != 1:
-        raise CourseError("a Moodle grading worksheet is per assignment: name exactly one ASSIGNMENT with --lms-file")
+        raise CourseError(
+            "a Moodle grading worksheet is per assignment: name exactly one ASSIGNMENT with --lms-file"
+        )
     grades = load_grades(root, selected, per_exercise)
     entries = _roster(grades, roster)
     written = []
@@ -301,6 +411,10 @@ def export_lms(root: Path, selected: list[Assignment], fmt: str, out: Path | Non
     for problem in grades.problems:
         print(f"course grades: {safe_text(problem, one_line=True)}", file=stderr)
     if grades.problems:
-        print(f"{len(grades.problems)} problem(s) named on stderr: those grade cells are empty, or those students "
-              "are not in the sheet", file=stdout)
+        print(
+            f"{len(grades.problems)} problem(s) named on stderr: those grade cells are empty, or those "
+            "students "
+            "are not in the sheet",
+            file=stdout,
+        )
     return 1 if grades.problems else 0

@@ -22,8 +22,10 @@ ROSTER_COLUMNS = ("student_id", "name", "email", "canvas_id", "sis_user_id", "si
 # student_id stands in for it only for a roster entry that has none (a roster of ids alone, no roster at all).
 CANVAS_KEYS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"),
                ("SIS Login ID", "student_id"), ("SIS User ID", "student_id"))
-MOODLE_KEYS = (("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address", "student_id"))
-MOODLE_PARTICIPANT = re.compile(r"(?:Participant )?(\d+)")  # the worksheet's "Participant 5003"; downloads: 5003
+MOODLE_KEYS = (("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address",
+                                                                                 "student_id"))
+MOODLE_PARTICIPANT = re.compile(
+    r"(?:Participant )?(\d+)")  # the worksheet's "Participant 5003"; downloads: 5003
 MAX_SHEET_BYTES = 50 << 20
 
 
@@ -76,7 +78,8 @@ def read_roster(path: Path) -> list[dict[str, str]]:
     """``students.csv``: one row per student, :data:`ROSTER_COLUMNS` by name (other columns are ignored)."""
     sheet = read_sheet(path)
     if "student_id" not in sheet.header:
-        raise CourseError(f"{path}: no student_id column (a roster has the columns {', '.join(ROSTER_COLUMNS)})")
+        raise CourseError(
+            f"{path}: no student_id column (a roster has the columns {', '.join(ROSTER_COLUMNS)})")
     known = [name for name in ROSTER_COLUMNS if name in sheet.header]
     roster, seen = [], set()
     for line, row in enumerate(sheet.rows, 2):
@@ -126,8 +129,9 @@ class Matcher:
         for student, numbers in rows_of.items():
             if len(numbers) > 1:
                 for number in numbers:
-                    found[number - 2] = Match(None, f"rows {', '.join(map(str, numbers))} all identify {student}: "
-                                                    "none of them is filled")
+                    found[number - 2] = Match(
+                        None, f"rows {', '.join(map(str, numbers))} all identify {student}: "
+                        "none of them is filled")
         return found
 
     def _row(self, sheet: Sheet, row: list[str]) -> Match:
@@ -141,9 +145,10 @@ class Matcher:
                 if not stands_in and self._value(column, entry.get(name, "")) == value:
                     by.setdefault(entry["student_id"], []).append(column)
         if len(by) > 1:
-            return Match(None, "names more than one student of the roster (" + "; ".join(
-                f"{student} by {', '.join(dict.fromkeys(columns))}" for student, columns in sorted(by.items())) +
-                "): not guessed")
+            return Match(
+                None, "names more than one student of the roster (" +
+                "; ".join(f"{student} by {', '.join(dict.fromkeys(columns))}"
+                          for student, columns in sorted(by.items())) + "): not guessed")
         if not by:
             return Match(None)
         student = next(iter(by))
@@ -151,9 +156,10 @@ class Matcher:
         for column, name in self.own_field.items():
             theirs = self._value(column, entry.get(name, ""))
             if values.get(column) and theirs and values[column] != theirs:
-                return Match(None, f"its {column} {safe_text(row[sheet.column(column)], one_line=True)[:80]} is not "
-                                   f"{student}'s {name} {entry[name]}, though its {', '.join(by[student])} is theirs: "
-                                   "not guessed")
+                return Match(
+                    None, f"its {column} {safe_text(row[sheet.column(column)], one_line=True)[:80]} is not "
+                    f"{student}'s {name} {entry[name]}, though its {', '.join(by[student])} is theirs: "
+                    "not guessed")
         return Match(entry)
 
     @staticmethod
@@ -165,7 +171,8 @@ class Matcher:
         return text.casefold()
 
 
-def report_unmatched(matches: list[Match], sheet: Sheet, label: str, lms_file: Path, problems: list[str]) -> set[int]:
+def report_unmatched(matches: list[Match], sheet: Sheet, label: str, lms_file: Path,
+                     problems: list[str]) -> set[int]:
     """Rows not matched for a reason (two students, a contradiction), each named once; their numbers."""
     explained = set()
     for number, match in enumerate(matches, 2):
@@ -188,5 +195,6 @@ def find_or_add_column(sheet: Sheet, name: str, problems: list[str], lms_file: P
         for index, header in enumerate(sheet.header):
             if _normalised(header) == _normalised(name):
                 return index
-        problems.append(f"{lms_file.name} has no column {name}: added one (the LMS creates a new assignment for it)")
+        problems.append(
+            f"{lms_file.name} has no column {name}: added one (the LMS creates a new assignment for it)")
     return sheet.add_column(name)

@@ -87,8 +87,9 @@ def answer_cells(assignment: Assignment, student: str) -> dict[str, str]:
 def given_cells(assignment: Assignment) -> list[str]:
     """What every student was given: each code cell of the release (stubs and given code alike)."""
     if not assignment.release.is_file():
-        raise CourseError(f"{assignment.release}: not released yet (course release {assignment.id}); its stubs "
-                          "are needed so that they never count as a match")
+        raise CourseError(
+            f"{assignment.release}: not released yet (course release {assignment.id}); its stubs "
+            "are needed so that they never count as a match")
     return [cell.source for cell in read_notebook(assignment.release).cells if cell.cell_type == "code"]
 
 
@@ -162,8 +163,9 @@ def matched_lines(mine: Fingerprinted, theirs: Fingerprinted) -> frozenset[int]:
 
 def highlighted(code: str, lines: frozenset[int]) -> str:
     """``code`` escaped for HTML, the lines in ``lines`` (from 1) marked."""
-    return "\n".join(f"<mark>{html_text(line)}</mark>" if number in lines and line.strip() else html_text(line)
-                     for number, line in enumerate(code.split("\n"), start=1))
+    return "\n".join(
+        f"<mark>{html_text(line)}</mark>" if number in lines and line.strip() else html_text(line)
+        for number, line in enumerate(code.split("\n"), start=1))
 
 
 def _table(pairs: list[Pair], threshold: float) -> list[str]:
@@ -172,9 +174,10 @@ def _table(pairs: list[Pair], threshold: float) -> list[str]:
     width = max([len("student a")] + [len(safe_text(p.first, one_line=True)) for p in shown])
     lines = [f"{'score':>6}  {'a→b':>5}  {'b→a':>5}  {'shared':>6}  {'student a':<{width}}  student b"]
     for pair in shown:
-        lines.append(f"{pair.score:6.2f}  {pair.first_share:5.2f}  {pair.second_share:5.2f}  {pair.shared:6d}  "
-                     f"{safe_text(pair.first, one_line=True):<{width}}  {safe_text(pair.second, one_line=True)}"
-                     f"{'  FLAGGED' if pair.flagged(threshold) else ''}")
+        lines.append(
+            f"{pair.score:6.2f}  {pair.first_share:5.2f}  {pair.second_share:5.2f}  {pair.shared:6d}  "
+            f"{safe_text(pair.first, one_line=True):<{width}}  {safe_text(pair.second, one_line=True)}"
+            f"{'  FLAGGED' if pair.flagged(threshold) else ''}")
     if len(pairs) > len(shown):
         lines.append(f"({len(pairs) - len(shown)} more pair(s), none flagged, in pairs.csv)")
     return lines
@@ -189,31 +192,55 @@ def _side_by_side(pair: Pair, prints: dict[str, dict[str, Fingerprinted]]) -> st
         raw = [student for student, cells in ((pair.first, mine), (pair.second, theirs))
                if not cells[grade_id].canonical.parsed]
         note = f" ({html_text(' and '.join(raw))}: not valid Python, compared as raw tokens)" if raw else ""
-        parts.append(f"<h3>{html_text(grade_id)}{note}</h3><div class=\"side\">"
-                     f"<pre>{highlighted(mine[grade_id].code, matched_lines(mine[grade_id], theirs[grade_id]))}</pre>"
-                     f"<pre>{highlighted(theirs[grade_id].code, matched_lines(theirs[grade_id], mine[grade_id]))}</pre>"
-                     "</div>")
+        parts.append(
+            f"<h3>{html_text(grade_id)}{note}</h3><div class=\"side\">"
+            f"<pre>{highlighted(mine[grade_id].code, matched_lines(mine[grade_id], theirs[grade_id]))}</pre>"
+            f"<pre>{highlighted(theirs[grade_id].code, matched_lines(theirs[grade_id], mine[grade_id]))}"
+            "</pre>"
+            "</div>"
+        )
     return "".join(parts)
 
 
-def write_report(out: Path, assignment: Assignment, prints: dict[str, dict[str, Fingerprinted]], pairs: list[Pair],
-                 threshold: float, problems: list[str]) -> Path:
-    """``out/index.html`` (the most alike pairs, their answer cells side by side) and ``out/pairs.csv`` (every pair)."""
+def write_report(
+    out: Path,
+    assignment: Assignment,
+    prints: dict[str, dict[str, Fingerprinted]],
+    pairs: list[Pair],
+    threshold: float,
+    problems: list[str],
+) -> Path:
+    """``out/index.html`` (the most alike pairs, their answer cells side by side) and ``out/pairs.csv`` (every
+    pair)."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "pairs.csv", "w", newline="", encoding="utf-8") as stream:
         writer = csv.writer(stream)
         writer.writerow(("student_a", "student_b", "score", "share_a", "share_b", "shared", "flagged"))
-        writer.writerows((csv_cell(p.first), csv_cell(p.second), f"{p.score:.3f}", f"{p.first_share:.3f}",
-                          f"{p.second_share:.3f}", p.shared, "yes" if p.flagged(threshold) else "") for p in pairs)
+        writer.writerows(
+            (
+                csv_cell(p.first),
+                csv_cell(p.second),
+                f"{p.score:.3f}",
+                f"{p.first_share:.3f}",
+                f"{p.second_share:.3f}",
+                p.shared,
+                "yes" if p.flagged(threshold) else "",
+            )
+            for p in pairs
+        )
     reported = [p for p in pairs[:REPORTED_PAIRS] if p.score > 0]
     rows = "".join(
-        f'<tr class="{"flagged" if p.flagged(threshold) else ""}"><td><a href="#pair-{i}">{p.score:.2f}</a></td>'
+        f'<tr class="{"flagged" if p.flagged(threshold) else ""}"><td><a '
+        f'href="#pair-{i}">{p.score:.2f}</a></td>'
         f"<td>{p.first_share:.2f}</td><td>{p.second_share:.2f}</td><td>{p.shared}</td>"
-        f"<td>{html_text(p.first)}</td><td>{html_text(p.second)}</td></tr>" for i, p in enumerate(reported))
+        f"<td>{html_text(p.first)}</td><td>{html_text(p.second)}</td></tr>"
+        for i, p in enumerate(reported)
+    )
     sections = "".join(
         f'<section id="pair-{i}"><h2>{html_text(p.first)} (left) · {html_text(p.second)} (right): '
         f'{p.score:.2f}{" FLAGGED" if p.flagged(threshold) else ""}</h2>{_side_by_side(p, prints)}</section>'
-        for i, p in enumerate(reported))
+        for i, p in enumerate(reported)
+    )
     unread = "".join(f"<li>{html_text(problem)}</li>" for problem in problems)
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Similarity: {html_text(assignment.id)}</title>
@@ -243,8 +270,14 @@ to look, not a verdict.</p>
     return out / "index.html"
 
 
-def similarity_report(root: Path, assignment: Assignment, threshold: float, out: Path,
-                      stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+def similarity_report(
+    root: Path,
+    assignment: Assignment,
+    threshold: float,
+    out: Path,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
     """Print the pairs, write the report; exit status 1 when a pair is flagged or a submission unreadable."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     if not 0 < threshold <= 1:
@@ -259,6 +292,9 @@ def similarity_report(root: Path, assignment: Assignment, threshold: float, out:
         print(line, file=stdout)
     page = write_report(out, assignment, prints, pairs, threshold, problems)
     flagged = sum(p.flagged(threshold) for p in pairs)
-    print(f"{len(codes)} submission(s), {len(pairs)} pair(s), {flagged} flagged at {threshold:g}; "
-          f"report: {page.relative_to(root) if page.is_relative_to(root) else page}", file=stdout)
+    print(
+        f"{len(codes)} submission(s), {len(pairs)} pair(s), {flagged} flagged at {threshold:g}; "
+        f"report: {page.relative_to(root) if page.is_relative_to(root) else page}",
+        file=stdout,
+    )
     return 1 if flagged or problems else 0

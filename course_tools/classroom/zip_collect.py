@@ -51,9 +51,11 @@ from .lms_sheets import moodle_participant, read_roster
 from .roster import ROSTER
 
 CANVAS = re.compile(r"(?P<name>[^/_]+)_(?:LATE_)?(?P<lms_id>\d+)_\d+_(?P<file>[^/]+)")
-MOODLE_FLAT = re.compile(r"(?P<name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>[^/]+)")
+MOODLE_FLAT = re.compile(
+    r"(?P<name>[^/]+?)_(?P<lms_id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>[^/]+)")
 MOODLE_FOLDER = re.compile(r"(?P<name>[^/]+)_(?P<lms_id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_")
-MOODLE_MARK = re.compile(r"_\d+_assignsubmission_")  # the LMS's part of a Moodle name: once, or not guessed at
+MOODLE_MARK = re.compile(
+    r"_\d+_assignsubmission_")  # the LMS's part of a Moodle name: once, or not guessed at
 CANVAS_REUPLOAD = re.compile(r"-\d+(?=\.ipynb$)")
 ARCHIVE = ".zip"
 MAX_CENTRAL_DIRECTORY = 2 << 20  # bytes: a student's zip of notebooks needs a few hundred
@@ -127,7 +129,8 @@ def identify(collection: Collection) -> None:
             continue
         upload.student, upload.why = _student(collection.roster, column, match["lms_id"], match["name"])
         if upload.student is not None:
-            collection.students.setdefault(upload.student, StudentUploads(upload.student)).uploads.append(upload)
+            collection.students.setdefault(upload.student,
+                                           StudentUploads(upload.student)).uploads.append(upload)
 
 
 def extract(collection: Collection) -> None:
@@ -139,7 +142,8 @@ def extract(collection: Collection) -> None:
             try:
                 for upload in sorted(student.uploads, key=lambda u: u.entry):
                     budget.entry(upload.entry)
-                    relative_parts(upload.file, collection.limits)  # the student's part of the name: plain names
+                    relative_parts(upload.file,
+                                   collection.limits)  # the student's part of the name: plain names
                     _take(collection, student, budget, Path(scratch), upload.file, upload.entry, upload.info,
                           collection.download, download_bytes, depth=1)
             except Refused as refused:
@@ -169,7 +173,8 @@ def collect_zip(root: Path, assignment_id: str, archive: Path, out: TextIO | Non
     a student's upload was refused."""
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
-    collection = Collection(root, assignment, archive, sorted(p.name for p in assignment.release.parent.glob("*.ipynb")),
+    collection = Collection(root, assignment, archive,
+                            sorted(p.name for p in assignment.release.parent.glob("*.ipynb")),
                             read_roster(root / ROSTER), limits or Limits())
     try:
         for stage in STAGES:
@@ -189,14 +194,17 @@ def report(collection: Collection, out: TextIO) -> int:
           f"{', '.join(placed) or 'none'}", file=out)
     refused = sorted((s for s in collection.students.values() if s.refused), key=lambda s: s.student)
     if refused:
-        print(f"refused the upload of {len(refused)} student(s), whose earlier submission (if any) is kept:", file=out)
+        print(f"refused the upload of {len(refused)} student(s), whose earlier submission (if any) is kept:",
+              file=out)
         for student in refused:
             entries = ", ".join(u.entry for u in student.uploads)
             print(f"  {student.student} ({_shown(entries)}): {_shown(student.refused)}", file=out)
     unplaced = [(u.entry, u.why) for u in collection.unidentified]
     unplaced += [item for s in collection.students.values() if not s.refused for item in s.unplaced]
-    unplaced += [(", ".join(u.entry for u in s.uploads), f"{s.student} sent no {' or '.join(collection.notebooks)}")
-                 for s in collection.students.values() if not s.refused and not s.notebooks and not s.unplaced]
+    unplaced += [(", ".join(u.entry
+                            for u in s.uploads), f"{s.student} sent no {' or '.join(collection.notebooks)}")
+                 for s in collection.students.values()
+                 if not s.refused and not s.notebooks and not s.unplaced]
     if unplaced:
         print(f"could not place {len(unplaced)} file(s):", file=out)
         for where, why in sorted(unplaced):
@@ -220,14 +228,16 @@ def _layout(upload: Upload) -> tuple[re.Match, str, str] | None:
         moodle = MOODLE_FOLDER.fullmatch(lms_part)
         if moodle and len(MOODLE_MARK.findall(lms_part)) == 1:
             return moodle, "moodle_identifier", inside
-        upload.why = ("its folder's name reads as more than one student's (Moodle's pattern twice): not guessed at"
-                      if moodle else "its name is in neither Canvas's nor Moodle's download pattern")
+        upload.why = (
+            "its folder's name reads as more than one student's (Moodle's pattern twice): not guessed at"
+            if moodle else "its name is in neither Canvas's nor Moodle's download pattern")
         return None
     canvas = CANVAS.fullmatch(upload.entry)
     moodle = MOODLE_FLAT.fullmatch(upload.entry)
     if (canvas and moodle) or len(MOODLE_MARK.findall(upload.entry)) > 1:
-        upload.why = ("its name reads as more than one student's download entry (Canvas's and Moodle's patterns, or "
-                      "Moodle's twice): not guessed at")
+        upload.why = (
+            "its name reads as more than one student's download entry (Canvas's and Moodle's patterns, or "
+            "Moodle's twice): not guessed at")
         return None
     if moodle:
         return moodle, "moodle_identifier", moodle["file"]
@@ -257,8 +267,10 @@ def _student(roster: list[dict[str, str]], column: str, lms_id: str, name: str) 
     why = f"no student of the roster has {column} {lms_id}"
     named = [entry for entry in roster if _key(name) in _name_keys(entry.get("name", ""))]
     if len(named) == 1 and not named[0].get(column, "").strip():
-        why += (f" (the name {name!r} is {named[0]['student_id']}'s, who has no {column}: add {lms_id} to their row "
-                "of the roster if that is them)")
+        why += (
+            f" (the name {name!r} is {named[0]['student_id']}'s, who has no {column}: add {lms_id} to their "
+            "row "
+            "of the roster if that is them)")
     return None, why
 
 
@@ -279,15 +291,17 @@ def _member_kind(info: zipfile.ZipInfo) -> str | None:
     # 3: made on Unix, the only maker of these modes; many zippers record permission bits without a type
     if info.create_system != 3 or stat.S_IFMT(mode) == 0 or stat.S_ISREG(mode):
         return None
-    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+    for test, kind in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO,
+                                                                                       "a FIFO"),
                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket")):
         if test(mode):
             return kind
     return "not a regular file"
 
 
-def _take(collection: Collection, student: StudentUploads, budget: Budget, scratch: Path, name: str, shown: str,
-          info: zipfile.ZipInfo, container: zipfile.ZipFile, container_bytes: int, depth: int) -> None:
+def _take(collection: Collection, student: StudentUploads, budget: Budget, scratch: Path, name: str,
+          shown: str, info: zipfile.ZipInfo, container: zipfile.ZipFile, container_bytes: int,
+          depth: int) -> None:
     """One file the student sent, called ``name`` by them and found at ``shown``: an archive opened,
     one of the assignment's notebooks written, anything else listed as not placed."""
     kind = _member_kind(info)
@@ -309,12 +323,14 @@ def _take(collection: Collection, student: StudentUploads, budget: Budget, scrat
         student.unplaced.append((shown, f"a second {file_name} of {student.student} (kept: "
                                         f"{student.notebooks[file_name]})"))
     else:
-        student.unplaced.append((shown, f"{student.student}'s file {file_name!r} is not the assignment's notebook "
-                                        f"({', '.join(collection.notebooks)}): rename it and collect again"))
+        student.unplaced.append(
+            (shown, f"{student.student}'s file {file_name!r} is not the assignment's notebook "
+             f"({', '.join(collection.notebooks)}): rename it and collect again"))
 
 
 def _open_archive(collection: Collection, student: StudentUploads, budget: Budget, scratch: Path, shown: str,
-                  info: zipfile.ZipInfo, container: zipfile.ZipFile, container_bytes: int, depth: int) -> None:
+                  info: zipfile.ZipInfo, container: zipfile.ZipFile, container_bytes: int,
+                  depth: int) -> None:
     """An archive the student uploaded: copied to the scratch folder within the budget, checked, and
     each member taken in turn; whatever it holds is the student's, whatever its names say."""
     if depth >= collection.limits.archive_depth:
@@ -331,7 +347,8 @@ def _open_archive(collection: Collection, student: StudentUploads, budget: Budge
             _check_central_directory(stream, size, shown)
             with zipfile.ZipFile(stream) as archive:
                 # the shallowest first: of two copies of the notebook, the one at the top is kept
-                members = sorted(archive.infolist(), key=lambda member: (member.filename.count("/"), member.filename))
+                members = sorted(archive.infolist(), key=lambda member:
+                                 (member.filename.count("/"), member.filename))
                 for member in members:  # every name checked before anything is taken
                     budget.entry(f"{shown}/{member.filename}")
                     try:
@@ -360,4 +377,3 @@ def _check_central_directory(stream: BinaryIO, size: int, shown: str) -> None:
     if directory_bytes > MAX_CENTRAL_DIRECTORY:
         raise Refused(f"{shown}: its table of contents is over {MAX_CENTRAL_DIRECTORY >> 20} MiB")
     stream.seek(0)
-

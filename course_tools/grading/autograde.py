@@ -14,7 +14,8 @@ on every one of its probes match the solution's (:func:`.compare.compare`, at th
 tolerance). No probe's input is in the sandbox before its check starts (:class:`.runs.ProbeServer`),
 and what the checks' exercises forbid is blocked whenever the student's code runs. A failed hidden
 check says only what kind of difference it found; a visible one may show values, and the student's
-own error text scrubbed of the hidden checks' values (:mod:`.scrub`). One bug costs one exercise: a cell that fails
+own error text scrubbed of the hidden checks' values (:mod:`.scrub`). One bug costs one exercise: a cell that
+fails
 while an exercise it builds on failed too is re-run in a sandbox of its own in which those
 exercises are course_lib's references, as the test cell binds them in the notebook (not when the
 answer that failed is the released stub: a stub fails whatever it builds on). All of one student's
@@ -100,8 +101,8 @@ def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: in
         yield Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
                       cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
                       redacted_for(assignment, cells, reference.calls),
-                      reference_sources(references_of(cells, reference.calls)), _slots(jobs), hidden_values(reference),
-                      probe_texts(reference))
+                      reference_sources(references_of(cells, reference.calls)), _slots(jobs),
+                      hidden_values(reference), probe_texts(reference))
 
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,
@@ -125,8 +126,9 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     names = students or assignment.submitted_students()
     url = gradebook.db_url(root)
     saved = gradebook.backup(root, url)
-    print(f"gradebook backed up to {saved.relative_to(root)}" if saved else "gradebook: none yet, nothing to back up",
-          file=out)
+    print(
+        f"gradebook backed up to {saved.relative_to(root)}"
+        if saved else "gradebook: none yet, nothing to back up", file=out)
     gradebook.ensure_cells(url, assignment, cells)
     results = []
     with batch(assignment, cells, limits, jobs=jobs, isolated=isolated) as context:
@@ -141,8 +143,10 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
             digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
             try:
                 result = grade_student(context, student)
-            except Exception as error:  # a grader bug must not stop the batch: this student fails, with the reason
-                result = Result(student, assignment.id, FAILED, None, 0.0, reasons=[f"{GRADER_ERROR}: {error!r}"])
+            # a grader bug must not stop the batch: this student fails, with the reason
+            except Exception as error:
+                result = Result(student, assignment.id, FAILED, None, 0.0,
+                                reasons=[f"{GRADER_ERROR}: {error!r}"])
             result.submission, result.grader = digest or "", reference.folder.name
             return result
 

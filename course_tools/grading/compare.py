@@ -44,10 +44,13 @@ def _at(where: str, found: Mismatch | None) -> Mismatch | None:
     return Mismatch(found, found.kind, where) if found else None
 
 
-NOT_AN_ANSWER = {"NotImplementedError", "NameError", "ForbiddenCallError", "GradingError"}  # unwritten or forbidden
+NOT_AN_ANSWER = {"NotImplementedError", "NameError", "ForbiddenCallError",
+                 "GradingError"}  # unwritten or forbidden
 # Exception classes whose names a message may show (any other is "an exception": see error_class)
-KNOWN_ERRORS = {name for name, value in vars(builtins).items()
-                if isinstance(value, type) and issubclass(value, BaseException)} | NOT_AN_ANSWER | {"LinAlgError"}
+KNOWN_ERRORS = {
+    name
+    for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+} | NOT_AN_ANSWER | {"LinAlgError"}
 
 
 def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_TOLERANCE) -> Mismatch | None:
@@ -81,22 +84,30 @@ def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_T
     atol, rtol = tolerance
     checked = {tuple(c["path"]): c for c in expected.get("checks", [])}
     initial = got.get("initial") if isinstance(got.get("initial"), dict) else {}
-    found = (_at("return value", _compare(expected.get("return"), got.get("return"), "return value", atol * 2,
-                                          rtol * 2, checked=checked))
-             or _at("arguments after the call", _compare(expected.get("args_after"), got.get("args_after"),
-                                                         "arguments after the call", atol, rtol))
-             or _at("parameters as built",
-                    _first(_compare_as_check(c["expected"], initial.get(c["path"][1]), f"{c['path'][1]} as built",
-                                             c["atol"], c["rtol"])
-                           for c in expected.get("checks", []) if c["path"][:1] == ["initial"]))
-             or (_at("the module's parameters after the call",
-                     _compare(expected["self_after"], got.get("self_after"), "the module's parameters after the call",
-                              atol * 2, rtol * 2)) if "self_after" in expected else None))
+    found = (_at(
+        "return value",
+        _compare(expected.get("return"), got.get("return"), "return value", atol * 2, rtol * 2,
+                 checked=checked)) or _at(
+                     "arguments after the call",
+                     _compare(expected.get("args_after"), got.get("args_after"), "arguments after the call",
+                              atol, rtol)) or _at(
+                                  "parameters as built",
+                                  _first(
+                                      _compare_as_check(c["expected"], initial.get(c["path"][1]),
+                                                        f"{c['path'][1]} as built", c["atol"], c["rtol"])
+                                      for c in expected.get("checks", []) if c["path"][:1] == ["initial"])) or
+             (_at(
+                 "the module's parameters after the call",
+                 _compare(expected["self_after"], got.get("self_after"),
+                          "the module's parameters after the call", atol * 2, rtol *
+                          2)) if "self_after" in expected else None))
     if found or "gradients" not in expected:
         return found
     slack = GRADIENT_SLACK
-    return _at("gradient", _compare(_gradient_plain(expected["gradients"]), _gradient_plain(got.get("gradients")),
-                                    "gradient", atol * slack, rtol * slack))
+    return _at(
+        "gradient",
+        _compare(_gradient_plain(expected["gradients"]), _gradient_plain(got.get("gradients")), "gradient",
+                 atol * slack, rtol * slack))
 
 
 def compare_samples(expected: list, got: Any) -> Mismatch | None:
@@ -119,9 +130,10 @@ def compare_samples(expected: list, got: Any) -> Mismatch | None:
     if not off.any():
         return None
     i = int(off.nonzero()[0])
-    return Mismatch(f"over {len(got)} random seeds, the {STATISTICS[i]} of your results is "
-                    f"{theirs[:, i].mean():.4g}, the solution's {mine[:, i].mean():.4g} (allowed difference "
-                    f"{allowed[i]:.3g})", f"over {len(got)} random seeds, the {STATISTICS[i]} of your results differs")
+    return Mismatch(
+        f"over {len(got)} random seeds, the {STATISTICS[i]} of your results is "
+        f"{theirs[:, i].mean():.4g}, the solution's {mine[:, i].mean():.4g} (allowed difference "
+        f"{allowed[i]:.3g})", f"over {len(got)} random seeds, the {STATISTICS[i]} of your results differs")
 
 
 STATISTICS = ("mean", "standard deviation", "5% quantile", "25% quantile", "median", "75% quantile",
@@ -133,7 +145,8 @@ def _statistics(value: Any, following: Any) -> torch.Tensor:
     if values.numel() == 0:
         return torch.zeros(len(STATISTICS), dtype=torch.float64)
     quantiles = torch.quantile(values, torch.tensor([0.05, 0.25, 0.5, 0.75, 0.95], dtype=torch.float64))
-    change = (values - others).abs().mean() if others.shape == values.shape else torch.tensor(0.0, dtype=torch.float64)
+    change = (values - others).abs().mean() if others.shape == values.shape else torch.tensor(
+        0.0, dtype=torch.float64)
     return torch.cat([values.mean()[None], values.std(unbiased=False)[None], quantiles, change[None]])
 
 
@@ -173,8 +186,13 @@ def _gradient_plain(gradients: Any) -> Any:
         return {"object": "no gradients"}
     inputs = gradients.get("inputs") or []
     parameters = gradients.get("parameters") or {}
-    return {"map": [["inputs", {"seq": ["none" if g is None else g for g in inputs], "len": len(inputs)}],
-                    ["parameters", {"map": [[k, "none" if g is None else g] for k, g in sorted(parameters.items())]}]]}
+    return {
+        "map": [["inputs", {"seq": ["none" if g is None else g for g in inputs], "len": len(inputs)}],
+                [
+                    "parameters",
+                    {"map": [[k, "none" if g is None else g] for k, g in sorted(parameters.items())]}
+                ]]
+    }
 
 
 def _number(value: Any) -> float | None:
@@ -194,21 +212,25 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
             _differ("values differ", f"{name}: expected {want!r}, got {_show(have)}")
     if type(want) in (int, float):  # a Python number: an int is a float too, a float no int, a tensor neither
         if _number(have) is None or (type(want) is int and type(have) is not int):
-            return _differ("type differs", f"{name}: expected a Python number ({type(want).__name__}), got {_show(have)}")
+            return _differ("type differs",
+                           f"{name}: expected a Python number ({type(want).__name__}), got {_show(have)}")
         return _compare_tensors(torch.tensor(float(want), dtype=torch.float64),
                                 torch.tensor(_number(have), dtype=torch.float64), name, atol, rtol)
     if not isinstance(want, dict) or not isinstance(have, dict):
         return _differ("type differs", f"{name}: expected {_show(want)}, got {_show(have)}")
     if "tensor" in want:
         if "tensor" not in have or not isinstance(have["tensor"], torch.Tensor):
-            return _differ("type differs", f"{name}: expected a tensor of shape {tuple(want['tensor'].shape)}, got {_show(have)}")
+            return _differ(
+                "type differs",
+                f"{name}: expected a tensor of shape {tuple(want['tensor'].shape)}, got {_show(have)}")
         if want.get("grad") and have.get("grad") is False:
             return _differ("gradient tracking differs",
                            f"{name}: does not track gradients (was it detached, or computed outside torch?)")
         return _compare_tensors(want["tensor"], have["tensor"], name, atol, rtol)
     if "seq" in want:
         if "seq" not in have or have.get("len") != want.get("len") or len(have["seq"]) != len(want["seq"]):
-            return _differ("length differs", f"{name}: expected a sequence of {want.get('len')} items, got {_show(have)}")
+            return _differ("length differs",
+                           f"{name}: expected a sequence of {want.get('len')} items, got {_show(have)}")
         return _first(_compare(w, h, f"{name}[{i}]", atol, rtol, checked, (*path, i))
                       for i, (w, h) in enumerate(zip(want["seq"], have["seq"])))
     if "counter" in want:
@@ -217,8 +239,9 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
         mine, theirs = _keyed(want["counter"]), _keyed(have["counter"])
         if sorted(mine) != sorted(theirs):
             differ = sorted(set(mine) ^ set(theirs))[:5]
-            return _differ("keys differ", f"{name}: the Counter's keys with non-zero counts differ (for example "
-                                   f"{', '.join(differ)})")
+            return _differ(
+                "keys differ", f"{name}: the Counter's keys with non-zero counts differ (for example "
+                f"{', '.join(differ)})")
         return _first(_compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol) for k in sorted(mine))
     if "map" in want:
         if "map" not in have:
@@ -227,14 +250,18 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
         missing = [k for k in mine if k not in theirs]
         if missing:
             return _differ("keys differ", f"{name}: the mapping has no key {missing[0]}")
-        return _first(_compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol, checked, (*path, mine[k][0]))
-                      for k in sorted(mine))
+        return _first(
+            _compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol, checked, (*path, mine[k][0]))
+            for k in sorted(mine))
     if "set" in want:
-        return None if have.get("set") == want["set"] else _differ("values differ", f"{name}: the sets differ")
+        return None if have.get("set") == want["set"] else _differ("values differ",
+                                                                   f"{name}: the sets differ")
     if "module" in want:
         shapes = sorted(map(tuple, want["params"].values()))
         if "module" not in have or sorted(map(tuple, (have.get("params") or {}).values())) != shapes:
-            return _differ("shape differs", f"{name}: expected a module with parameters of shapes {shapes}, got {_show(have)}")
+            return _differ(
+                "shape differs",
+                f"{name}: expected a module with parameters of shapes {shapes}, got {_show(have)}")
         return _compare_attrs(want, have, name, atol, rtol)
     if "object" in want:
         if have.get("object") != want["object"]:
@@ -249,7 +276,8 @@ def _compare_as_check(expected: Any, have: Any, name: str, atol: float, rtol: fl
     """As ``check_close`` compares: numbers, tensors and sequences of them alike, by shape and value."""
     if isinstance(expected, dict) and "seq" in expected:
         if not isinstance(have, dict) or "seq" not in have or len(have["seq"]) != len(expected["seq"]):
-            return _differ("length differs", f"{name}: expected a sequence of {len(expected['seq'])} items, got {_show(have)}")
+            return _differ("length differs",
+                           f"{name}: expected a sequence of {len(expected['seq'])} items, got {_show(have)}")
         return _first(_compare_as_check(e, h, f"{name}[{i}]", atol, rtol)
                       for i, (e, h) in enumerate(zip(expected["seq"], have["seq"])))
     want, got = _as_tensor(expected), _as_tensor(have)
@@ -277,20 +305,24 @@ def _compare_attrs(want: dict, have: dict, name: str, atol: float, rtol: float) 
                   for k in sorted(set(mine) & set(theirs)) if k != "training")
 
 
-def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: float, rtol: float) -> Mismatch | None:
+def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: float,
+                     rtol: float) -> Mismatch | None:
     if tuple(have.shape) != tuple(want.shape):
-        return _differ("shape differs", f"{name}: expected shape {tuple(want.shape)}, got shape {tuple(have.shape)}")
+        return _differ("shape differs",
+                       f"{name}: expected shape {tuple(want.shape)}, got shape {tuple(have.shape)}")
     # a mask, an index, a token id or a count is its dtype too (torch.long is not int32, nor a float);
     # floating results are compared by value whatever their precision
-    exact = want.dtype == torch.bool or have.dtype == torch.bool or not (want.is_floating_point() or want.is_complex())
+    exact = want.dtype == torch.bool or have.dtype == torch.bool or not (want.is_floating_point() or
+                                                                         want.is_complex())
     if exact and want.dtype != have.dtype:
         return _differ("dtype differs", f"{name}: expected dtype {want.dtype}, got dtype {have.dtype}")
     want64, have64 = want.to(torch.float64), have.to(torch.float64)
     bad_nan = torch.isnan(have64) & ~torch.isnan(want64)
     if bad_nan.any():
         where = tuple(int(i) for i in bad_nan.nonzero()[0])
-        return _differ("NaN values", f"{name}: got NaN at index {where} ({int(bad_nan.sum())} NaN values in all); "
-                              f"expected {want64[where].item():.6g}")
+        return _differ(
+            "NaN values", f"{name}: got NaN at index {where} ({int(bad_nan.sum())} NaN values in all); "
+            f"expected {want64[where].item():.6g}")
     both_nan = torch.isnan(want64) & torch.isnan(have64)
     same_inf = torch.isinf(want64) & (want64 == have64)
     error = (have64 - want64).abs().masked_fill(both_nan | same_inf, 0.0).nan_to_num(nan=math.inf)
@@ -299,9 +331,10 @@ def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: fl
         return None
     worst = int(torch.argmax(error - allowed))
     where = tuple(int(i) for i in np.unravel_index(worst, tuple(want64.shape))) if want64.dim() else ()
-    return _differ("values differ", f"{name}: values differ: max abs error {error.max().item():.4g} at index {where} "
-                                    f"(expected {want64[where].item():.6g}, got {have64[where].item():.6g}); "
-                                    f"allowed atol={atol:g}, rtol={rtol:g}")
+    return _differ(
+        "values differ", f"{name}: values differ: max abs error {error.max().item():.4g} at index {where} "
+        f"(expected {want64[where].item():.6g}, got {have64[where].item():.6g}); "
+        f"allowed atol={atol:g}, rtol={rtol:g}")
 
 
 def _first(messages: Iterator[Mismatch | None]) -> Mismatch | None:

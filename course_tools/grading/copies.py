@@ -32,8 +32,8 @@ def shape(code: str) -> tuple[str, ...]:
     tokens, previous = [], ""
     try:
         for token in tokenize.generate_tokens(io.StringIO(code).readline):
-            if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                              tokenize.ENDMARKER):
+            if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                              tokenize.DEDENT, tokenize.ENDMARKER):
                 continue
             if token.type == tokenize.STRING:
                 tokens.append("S")
@@ -68,7 +68,10 @@ def definitions(code: str) -> dict[str, str]:
 def pasted_references(answers: dict[str, str], references: dict[str, str]) -> list[str]:
     """For each answer cell (grade_id -> code), the definitions that match a reference (dotted name ->
     source) at ``THRESHOLD`` or more: one sentence each, for the instructor."""
-    theirs_all = {dotted: definitions(source).get(dotted.rsplit(".", 1)[-1], "") for dotted, source in references.items()}
+    theirs_all = {
+        dotted: definitions(source).get(dotted.rsplit(".", 1)[-1], "")
+        for dotted, source in references.items()
+    }
     flagged = []
     for grade_id, code in answers.items():
         for name, mine in definitions(code).items():
@@ -80,6 +83,7 @@ def pasted_references(answers: dict[str, str], references: dict[str, str]) -> li
                     continue  # upper bounds of ratio(), far cheaper: most pairs stop here
                 ratio = matcher.ratio()
                 if ratio >= THRESHOLD:
-                    flagged.append(f"{grade_id}: {name} matches {dotted} at {ratio:.0%} of its tokens "
-                                   "(names of variables aside): was the reference pasted? A person should compare them")
+                    flagged.append(
+                        f"{grade_id}: {name} matches {dotted} at {ratio:.0%} of its tokens "
+                        "(names of variables aside): was the reference pasted? A person should compare them")
     return flagged

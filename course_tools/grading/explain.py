@@ -21,7 +21,8 @@ from course_tools.untrusted import html_text, safe_text
 from .records import BadRecord, Probe, Result, read_explanation, read_record
 
 
-def explain(root: Path, assignment_id: str, student: str, html: Path | None = None, out: TextIO | None = None) -> int:
+def explain(root: Path, assignment_id: str, student: str, html: Path | None = None,
+            out: TextIO | None = None) -> int:
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
     try:
@@ -29,9 +30,11 @@ def explain(root: Path, assignment_id: str, student: str, html: Path | None = No
         if record is not None:
             record.probes = read_explanation(assignment, student)
     except BadRecord as error:
-        raise CourseError(f"{student} · {assignment_id}: the grading record cannot be read ({error})") from None
+        raise CourseError(
+            f"{student} · {assignment_id}: the grading record cannot be read ({error})") from None
     if record is None:
-        raise CourseError(f"{student} · {assignment_id}: no grading record (run course autograde {assignment_id})")
+        raise CourseError(
+            f"{student} · {assignment_id}: no grading record (run course autograde {assignment_id})")
     for line in text_lines(record):
         print(line, file=out)
     target = html or root / "build" / "explain" / assignment.id / f"{student}.html"
@@ -43,8 +46,9 @@ def explain(root: Path, assignment_id: str, student: str, html: Path | None = No
 
 def _headline(record: Result) -> str:
     score = "-" if record.score is None else f"{record.score:g} / {record.max_score:g}"
-    return (f"{record.student} · {record.assignment}: {record.status}, {score}; graded in {record.seconds:.1f} s"
-            + (" (kept from an earlier run)" if record.kept else ""))
+    return (
+        f"{record.student} · {record.assignment}: {record.status}, {score}; graded in {record.seconds:.1f} s"
+        + (" (kept from an earlier run)" if record.kept else ""))
 
 
 def _about(record: Result) -> list[tuple[str, list[str]]]:
@@ -85,12 +89,15 @@ def text_lines(record: Result) -> list[str]:
 
 def page(record: Result) -> str:
     e = html_text
-    parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-             f"<title>{e(record.student)} · {e(record.assignment)}: grading explained</title>",
-             "<style>body{font-family:system-ui,sans-serif;margin:2rem}td,th{border:1px solid #ccc;padding:.3rem;"
-             "vertical-align:top;text-align:left}table{border-collapse:collapse}.failed{color:#b00}"
-             "pre{white-space:pre-wrap;margin:0}</style></head><body>",
-             f"<h1>{e(_headline(record))}</h1><p><b>For the instructor only: this page shows hidden inputs.</b></p>"]
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{e(record.student)} · {e(record.assignment)}: grading explained</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:2rem}td,th{border:1px solid #ccc;padding:.3rem;"
+        "vertical-align:top;text-align:left}table{border-collapse:collapse}.failed{color:#b00}"
+        "pre{white-space:pre-wrap;margin:0}</style></head><body>",
+        f"<h1>{e(_headline(record))}</h1><p><b>For the instructor only: this page shows hidden "
+        "inputs.</b></p>"
+    ]
     for label, items in _about(record):
         if items:
             parts.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul>")

@@ -4,7 +4,8 @@ The page shows each graded check under the name of its exercise ("Exercise 3 · 
 its score, the message it failed with (course_lib.grading's "expected ..., got ..."), the student's
 own answer code it checked, the visible part of the check's code the student already has, and notes
 about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
-and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it opens
+and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it
+opens
 offline, with nothing fetched from a CDN. Every text of a record (a student's grade_id, error
 message, file name) goes through :func:`.untrusted.html_text`: escaped, without lone surrogates or
 control characters; a record that cannot be read costs only its own page.
@@ -78,7 +79,8 @@ def exercises(source: Path) -> dict[str, tuple[str, list[str]]]:
         elif section:
             labels[grade_id] = (section, answered)
             continue
-        labels[grade_id] = (f"{kind} {number} · {', '.join(defined)}" if defined else f"{kind} {number}", answered)
+        labels[grade_id] = (f"{kind} {number} · {', '.join(defined)}" if defined else f"{kind} {number}",
+                            answered)
     return labels
 
 
@@ -113,11 +115,12 @@ def page(record: Result, tests: dict[str, str], score: dict | None,
         summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
     else:
         total = score["score"] if score else record.score
-        summary = f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / {record.max_score:g}</b></p>"
+        summary = (f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / "
+                   f"{record.max_score:g}</b></p>")
     if lateness is not None:
-        summary += (f"<p class='late'>Late: {e(lateness.describe())}"
-                    + (f" ({total:g} before the penalty; late policy: {e(policy)})" if record.status != FAILED else "")
-                    + "</p>")
+        summary += (f"<p class='late'>Late: {e(lateness.describe())}" +
+                    (f" ({total:g} before the penalty; late policy: {e(policy)})"
+                     if record.status != FAILED else "") + "</p>")
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
     if record.notes:
@@ -134,26 +137,29 @@ def page(record: Result, tests: dict[str, str], score: dict | None,
             parts.append(
                 f"<tr><td>{e(label)}<br><small>{e(check.grade_id)}</small></td>"
                 f"<td>{points:g} / {check.points:g}</td>"
-                f"<td><span class='{e(check.status)}'>{RESULT.get(check.status, e(check.status))}</span>"
-                + (f"<pre>{e(message)}</pre>" if message else "")
-                + (f"<details{' open' if check.status != 'passed' else ''}><summary>your answer</summary>"
-                   f"<pre>{e(yours)}</pre></details>" if yours else "")
-                + (f"<details><summary>the visible part of this check</summary><pre>{e(visible)}</pre></details>"
-                   if visible else "")
-                + "</td></tr>")
+                f"<td><span class='{e(check.status)}'>{RESULT.get(check.status, e(check.status))}</span>" +
+                (f"<pre>{e(message)}</pre>" if message else "") +
+                (f"<details{' open' if check.status != 'passed' else ''}><summary>your answer</summary>"
+                 f"<pre>{e(yours)}</pre></details>" if yours else "") +
+                ("<details><summary>the visible part of this "
+                 f"check</summary><pre>{e(visible)}</pre></details>"
+                 if visible else "") + "</td></tr>")
         parts.append("</table>")
-    parts.append("<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
+    parts.append(
+        "<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
     return "".join(parts) + "</body></html>\n"
 
 
-def write_feedback(root: Path, assignment_id: str, students: list[str] | None = None, out: TextIO | None = None) -> int:
+def write_feedback(root: Path, assignment_id: str, students: list[str] | None = None,
+                   out: TextIO | None = None) -> int:
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     url = gradebook.db_url(root)
-    scores, deadlines, policy = gradebook.scores(url, assignment.id), late.deadlines(url, assignment.id), late.policy(root)
+    scores, deadlines, policy = gradebook.scores(url, assignment.id), late.deadlines(
+        url, assignment.id), late.policy(root)
     graded = recorded_students(assignment)
     written, failed = 0, []
     for student in graded:  # the folder's name, not what the record says
@@ -163,7 +169,8 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
             record = read_record(assignment, student)
             score = scores.get(student)
             total = score["score"] if score else record.score
-            lateness = late.lateness(policy, student, deadlines.get(student), total if record.status != FAILED else None)
+            lateness = late.lateness(policy, student, deadlines.get(student),
+                                     total if record.status != FAILED else None)
             text = page(record, tests, score, labels, student_answers(root, assignment, student, cells, ids),
                         lateness, late.describe(policy))
         except Exception as error:  # one unreadable record must not stop the others' pages
@@ -175,5 +182,6 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
         written += 1
     print(f"wrote feedback for {written} student(s) under feedback/", file=out)
     if failed:
-        print(f"no feedback for {len(failed)}: their grading record cannot be read: {', '.join(failed)}", file=out)
+        print(f"no feedback for {len(failed)}: their grading record cannot be read: {', '.join(failed)}",
+              file=out)
     return 1 if failed else 0

@@ -49,8 +49,10 @@ def backup(root: Path, url: str) -> Path | None:
     return target
 
 
-def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str, float], answers: list[str]) -> None:
-    """The assignment, its notebook, grade cells and answer cells, as nbgrader's generate_assignment records them."""
+def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str, float],
+                      answers: list[str]) -> None:
+    """The assignment, its notebook, grade cells and answer cells, as nbgrader's generate_assignment records
+    them."""
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(url) as gradebook:
@@ -60,7 +62,8 @@ def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str
         except MissingEntry:
             gradebook.add_notebook(notebook, assignment)
         for grade_id, maximum in points.items():
-            gradebook.update_or_create_grade_cell(grade_id, notebook, assignment, max_score=maximum, cell_type="code")
+            gradebook.update_or_create_grade_cell(grade_id, notebook, assignment, max_score=maximum,
+                                                  cell_type="code")
         for grade_id in answers:
             gradebook.update_or_create_solution_cell(grade_id, notebook, assignment)
 
@@ -90,7 +93,8 @@ def save(url: str, assignment: str, notebook: str, student: str, scores: dict[st
 
 
 def scores(url: str, assignment: str) -> dict[str, dict]:
-    """Per student with a graded submission: the total (manual scores win), the maximum, and cells awaiting a person."""
+    """Per student with a graded submission: the total (manual scores win), the maximum, and cells awaiting a
+    person."""
     from nbgrader.api import Gradebook, MissingEntry
 
     found = {}

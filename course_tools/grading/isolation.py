@@ -97,9 +97,12 @@ def _python_paths() -> list[str]:
 
     import course_lib
 
-    wanted = {sys.base_prefix, sys.prefix, str(Path(course_lib.__file__).resolve().parent),
-              *_sandboxed_tooling(), str(Path(os.path.realpath(sys.executable)).parent), *site.getsitepackages(),
-              *(p for p in sys.path if Path(p).name in ("site-packages", "dist-packages"))}
+    wanted = {
+        sys.base_prefix, sys.prefix,
+        str(Path(course_lib.__file__).resolve().parent), *_sandboxed_tooling(),
+        str(Path(os.path.realpath(sys.executable)).parent), *site.getsitepackages(),
+        *(p for p in sys.path if Path(p).name in ("site-packages", "dist-packages"))
+    }
     kept: list[str] = []
     for path in sorted({os.path.realpath(p) for p in wanted} | wanted):
         if _under(path, "/usr") or any(_under(path, k) for k in kept) or not os.path.exists(path):

@@ -33,7 +33,8 @@ class Limits:
     output_bytes: int = 16 << 20  # printed output (stdout and stderr) of one run
     scratch_bytes: int = 1 << 30  # the writable working folder (a tmpfs, so it also counts as memory)
     shm_bytes: int = 64 << 20  # /dev/shm (a tmpfs too)
-    outbox_bytes: int = 256 << 20  # everything the run writes outside its tmpfs (results; probes when recording)
+    # everything the run writes outside its tmpfs (results; probes when recording)
+    outbox_bytes: int = 256 << 20
     threads: int = 1  # torch/OpenMP threads
 
 
@@ -90,10 +91,13 @@ def describe_end(ended: Ended, limits: Limits) -> str:
     if ended.why == "step-wall":
         return f"exceeded the {backstop(limits.cell_s):g} s wall-clock time limit of one step{said}"
     if ended.why == "budget":
-        return f"exceeded this student's {limits.student_s:g} s CPU time limit for all of their runs together{said}"
+        return (f"exceeded this student's {limits.student_s:g} s CPU time limit for all of their runs "
+                f"together{said}")
     if ended.why == "budget-wall":
-        return (f"exceeded this student's {backstop(limits.student_s):g} s wall-clock time limit for all of their "
-                f"runs together{said}")
+        return (
+            f"exceeded this student's {backstop(limits.student_s):g} s wall-clock time limit for all of "
+            "their "
+            f"runs together{said}")
     if ended.why == "output":
         return f"printed more than {limits.output_bytes / 2**20:.3g} MiB of output"
     if ended.why == "memory":

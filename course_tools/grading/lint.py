@@ -16,26 +16,78 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from course_lib.grading import kernel_words, resolve_dotted
+from course_lib.guards import kernel_words, resolve_dotted
 from course_tools import pyparse
 
 ALLOWED_MODULES = ("torch", "numpy", "math", "cmath", "collections", "itertools", "functools", "dataclasses",
                    "typing", "random", "string", "re", "heapq", "bisect", "operator", "copy", "statistics",
                    "course_lib", "__future__")
-FORBIDDEN_MODULES = ("course_lib.grading", "course_tools")
+FORBIDDEN_MODULES = ("course_lib.grading", "course_lib.guards", "course_tools")
 DYNAMIC_NAMES = {"exec", "eval", "compile", "open", "__import__", "getattr", "setattr", "delattr", "globals",
                  "locals", "vars", "breakpoint", "input", "get_ipython", "memoryview", "exit", "quit",
                  "__builtins__", "seed_everything"}
-TAMPERING_ATTRIBUTES = {"manual_seed", "seed", "seed_everything", "set_rng_state", "set_state", "setstate",
-                        "settrace", "setprofile", "set_custom_exc", "events", "input_transformers_cleanup",
-                        "input_transformers_post", "ast_transformers", "system", "popen", "fork",
-                        "kill", "environ", "_exit", "run_cell", "user_ns", "_C", "ops", "library", "overrides",
-                        # the process, its memory and its files, however a module spells them (torch.os, np.sys)
-                        "sys", "os", "subprocess", "builtins", "importlib", "ctypes", "threading", "multiprocessing",
-                        "gc", "inspect", "pickle", "marshal", "mmap", "socket", "signal", "shutil", "pathlib", "io",
-                        "tempfile", "load", "loads", "fromfile", "from_file", "memmap", "loadtxt", "genfromtxt",
-                        "hub", "serialization", "f_globals", "f_locals", "f_back", "f_builtins"}
-NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}  # public despite the underscore
+TAMPERING_ATTRIBUTES = {
+    "manual_seed",
+    "seed",
+    "seed_everything",
+    "set_rng_state",
+    "set_state",
+    "setstate",
+    "settrace",
+    "setprofile",
+    "set_custom_exc",
+    "events",
+    "input_transformers_cleanup",
+    "input_transformers_post",
+    "ast_transformers",
+    "system",
+    "popen",
+    "fork",
+    "kill",
+    "environ",
+    "_exit",
+    "run_cell",
+    "user_ns",
+    "_C",
+    "ops",
+    "library",
+    "overrides",
+    # the process, its memory and its files, however a module spells them (torch.os, np.sys)
+    "sys",
+    "os",
+    "subprocess",
+    "builtins",
+    "importlib",
+    "ctypes",
+    "threading",
+    "multiprocessing",
+    "gc",
+    "inspect",
+    "pickle",
+    "marshal",
+    "mmap",
+    "socket",
+    "signal",
+    "shutil",
+    "pathlib",
+    "io",
+    "tempfile",
+    "load",
+    "loads",
+    "fromfile",
+    "from_file",
+    "memmap",
+    "loadtxt",
+    "genfromtxt",
+    "hub",
+    "serialization",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "f_builtins"
+}
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make",
+                  "_field_defaults"}  # public despite the underscore
 ALLOWED_DUNDERS = {"__init__", "__name__", "__repr__", "__len__", "__getitem__", "__iter__"}
 
 
@@ -81,11 +133,15 @@ def bound_names(source: str) -> set[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
         else:
-            names |= {n.id for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            names |= {
+                n.id
+                for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
     return names
 
 
-def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: set[str] = frozenset()) -> list[Finding]:
+def lint(cell: str, source: str, forbidden: set[str] = frozenset(),
+         protected: set[str] = frozenset()) -> list[Finding]:
     """Findings in one answer cell; ``forbidden`` holds the dotted names its tests forbid, ``protected``
     the names the notebook's locked and test cells define (``check_close``, ``forbid`` ...)."""
     tree = parse(source)
@@ -95,8 +151,13 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
     kernels = [(name, words) for name in sorted(forbidden) if (words := _kernels(name))]
     found: list[Finding] = []
     # A type hint names a class without running it, and a class is only used when it is built.
-    hints = [n.annotation for n in ast.walk(tree) if isinstance(n, (ast.arg, ast.AnnAssign)) and n.annotation] + \
-        [n.returns for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns]
+    hints = [
+        n.annotation for n in ast.walk(tree) if isinstance(n, (ast.arg, ast.AnnAssign)) and n.annotation
+    ] + [
+        n.returns
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.returns
+    ]
     in_hints = {id(inner) for hint in hints for inner in ast.walk(hint)}
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
 
@@ -112,54 +173,98 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(), protected: s
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     if alias.name in banned:
-                        add(node, "reference", f"imports {alias.name}, which its tests forbid ({banned[alias.name]})")
+                        add(
+                            node,
+                            "reference",
+                            f"imports {alias.name}, which its tests forbid ({banned[alias.name]})",
+                        )
                     elif kernel := _kernel_of(alias.name, kernels):
-                        add(node, "reference", f"imports {alias.name}, a kernel of {kernel}, which its tests forbid")
+                        add(
+                            node,
+                            "reference",
+                            f"imports {alias.name}, a kernel of {kernel}, which its tests forbid",
+                        )
         elif isinstance(node, ast.Name):
             if node.id in DYNAMIC_NAMES or (_dunder(node.id) and node.id not in ALLOWED_DUNDERS):
                 add(node, "tamper", f"uses {node.id}")
         elif isinstance(node, ast.Attribute):
             if _dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
                 add(node, "tamper", f"uses .{node.attr}")
-            elif node.attr in TAMPERING_ATTRIBUTES or "hook" in node.attr.lower() \
-                    or (node.attr.startswith("_") and not _dunder(node.attr) and node.attr not in NAMEDTUPLE_API
-                        and _base_name(node) not in ("self", "cls")):
+            elif (
+                node.attr in TAMPERING_ATTRIBUTES
+                or "hook" in node.attr.lower()
+                or (
+                    node.attr.startswith("_")
+                    and not _dunder(node.attr)
+                    and node.attr not in NAMEDTUPLE_API
+                    and _base_name(node) not in ("self", "cls")
+                )
+            ):
                 add(node, "tamper", f"uses .{node.attr}")
-            elif node.attr in banned and id(node) not in in_hints and (id(node) in called or not node.attr[:1].isupper()):
+            elif (
+                node.attr in banned
+                and id(node) not in in_hints
+                and (id(node) in called or not node.attr[:1].isupper())
+            ):
                 add(node, "reference", f"uses .{node.attr}, which its tests forbid ({banned[node.attr]})")
-            elif isinstance(node.ctx, ast.Load) and _base_name(node) not in ("self", "cls") and \
-                    not node.attr[:1].isupper() and id(node) not in in_hints and \
-                    (kernel := _kernel_of(node.attr, kernels)):  # a kernel is a function: a class is not one
+            elif (
+                isinstance(node.ctx, ast.Load)
+                and _base_name(node) not in ("self", "cls")
+                and not node.attr[:1].isupper()
+                and id(node) not in in_hints
+                and (kernel := _kernel_of(node.attr, kernels))
+            ):  # a kernel is a function: a class is not one
                 add(node, "reference", f"uses .{node.attr}, a kernel of {kernel}, which its tests forbid")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             if _dunder(node.name) and node.name not in ALLOWED_DUNDERS:
                 add(node, "tamper", f"defines {node.name}")
             if isinstance(node, ast.AsyncFunctionDef):
                 add(node, "tamper", f"defines async {node.name}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _dunder(node.value) \
-                and node.value not in ALLOWED_DUNDERS:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _dunder(node.value)
+            and node.value not in ALLOWED_DUNDERS
+        ):
             add(node, "tamper", f"spells {node.value}")  # type("X", (float,), {"__eq__": ...}) and the like
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("/") \
-                and len(node.value) > 1:
-            add(node, "tamper", f"spells the path {node.value[:40]!r}")  # the sandbox's files, /dev/shm, /proc ...
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
-                and len(node.args) == 3:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith("/")
+            and len(node.value) > 1
+        ):
+            add(
+                node, "tamper", f"spells the path {node.value[:40]!r}"
+            )  # the sandbox's files, /dev/shm, /proc ...
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "type"
+            and len(node.args) == 3
+        ):
             add(node, "tamper", "builds a class with type()")
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             add(node, "tamper", f"declares {', '.join(node.names)} {type(node).__name__.lower()}")
     found += _foreign_assignments(cell, tree)
     for node in tree.body:
-        rebound = {node.name} if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else \
-            set() if isinstance(node, (ast.Import, ast.ImportFrom)) else \
-            {n.id for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        rebound = (
+            {node.name}
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            else set()
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            else {n.id for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        )
         for name in sorted(rebound & set(protected)):  # the grader never runs the cells that use them
-            found.append(Finding(cell, node.lineno, "rebind", f"rebinds {name}, which the notebook's own cells define"))
+            found.append(
+                Finding(cell, node.lineno, "rebind", f"rebinds {name}, which the notebook's own cells define")
+            )
     return sorted(set(found), key=lambda f: (f.line, f.text))
 
 
 @functools.lru_cache(maxsize=256)
 def _kernels(dotted: str) -> tuple[str, ...]:
-    """The words of the torch kernels behind a forbidden name (see :func:`course_lib.grading.kernel_words`)."""
+    """The words of the torch kernels behind a forbidden name (see
+    :func:`course_lib.guards.kernel_words`)."""
     try:
         return tuple(word.replace("_", "") for word in kernel_words(*resolve_dotted(dotted)))
     except (AttributeError, ImportError):
@@ -187,7 +292,9 @@ def _dunder(name: str) -> bool:
 def _foreign_assignments(cell: str, tree: ast.Module) -> list[Finding]:
     """``torch.allclose = ...``, ``F.softmax.__code__ = ...``: attributes of objects the cell did not make."""
     found = []
-    scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+    scopes = [tree] + [
+        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+    ]
     for scope in scopes:
         own = _local_names(scope)
         body = scope.body if isinstance(scope.body, list) else [scope.body]
@@ -204,7 +311,9 @@ def _foreign_assignments(cell: str, tree: ast.Module) -> list[Finding]:
                         if isinstance(part, (ast.Attribute, ast.Subscript)) and stored:
                             base = _base_name(part)
                             if base is None or base not in own:
-                                found.append(Finding(cell, node.lineno, "tamper", f"changes {ast.unparse(part)}"))
+                                found.append(
+                                    Finding(cell, node.lineno, "tamper", f"changes {ast.unparse(part)}")
+                                )
     return found
 
 

@@ -44,11 +44,13 @@ def _brief(value: Any, depth: int) -> str:
             return "[" + ", ".join(_brief(v, depth + 1) for v in value["seq"][:6]) + (", …" if value.get(
                 "len", 0) > 6 else "") + "]"
         if "map" in value:
-            return "{" + ", ".join(f"{_brief(k, depth + 1)}: {_brief(v, depth + 1)}" for k, v in value["map"][:6]) + "}"
+            return "{" + ", ".join(f"{_brief(k, depth + 1)}: {_brief(v, depth + 1)}"
+                                   for k, v in value["map"][:6]) + "}"
         if "module" in value:
             return f"a {value['module']} module"
         if "object" in value:
-            return f"a {value['object']}" + (f" {_brief(value['value'], depth + 1)}" if "value" in value else "")
+            return f"a {value['object']}" + (f" {_brief(value['value'], depth + 1)}"
+                                             if "value" in value else "")
         return "{" + ", ".join(f"{k}: {_brief(v, depth + 1)}" for k, v in list(value.items())[:6]) + "}"
     if isinstance(value, (list, tuple)) and depth < 4:
         inner = ", ".join(_brief(v, depth + 1) for v in value[:6]) + (", …" if len(value) > 6 else "")
@@ -102,11 +104,13 @@ def probe_reports(cells: list, probes_of, calls: list[dict], texts: ProbeTexts, 
             call = calls[k]
             mismatch = mismatches.get(k)
             outcome = "not compared" if k not in mismatches else "failed" if mismatch else "passed"
-            reports.append(Probe(
-                grade_id=cell.grade_id, number=number, target=call["target"] + (
-                    f".{call['method']}" if call.get("method") and call["kind"] == "method" else ""),
-                hidden=call.get("segment") == "hidden", run=runs.get(k, "the submission's run"),
-                outcome=outcome, counted=not failed, difference=str(mismatch or ""), inputs=texts.inputs.get(k, ""),
-                expected=texts.expected.get(k, ""), returned=returned(outcomes.get(k))))
+            reports.append(
+                Probe(
+                    grade_id=cell.grade_id, number=number, target=call["target"] +
+                    (f".{call['method']}" if call.get("method") and call["kind"] == "method" else ""),
+                    hidden=call.get("segment") == "hidden", run=runs.get(k, "the submission's run"),
+                    outcome=outcome, counted=not failed, difference=str(mismatch or
+                                                                        ""), inputs=texts.inputs.get(k, ""),
+                    expected=texts.expected.get(k, ""), returned=returned(outcomes.get(k))))
             failed = failed or bool(mismatch)
     return reports

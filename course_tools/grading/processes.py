@@ -28,9 +28,9 @@ class Usage:
     resident_bytes: int
 
 
-def watch_limits(finished: Callable[[float], bool], started: float, printed: "Drain", written: Callable[[int], int],
-                  limits: Limits, watch: Callable[[float, float], Stop | None], usage: Callable[[], "Usage"],
-                  budget: Budget, base: float) -> tuple[Stop | None, "Usage"]:
+def watch_limits(finished: Callable[[float], bool], started: float, printed: "Drain",
+                 written: Callable[[int], int], limits: Limits, watch: Callable[[float, float], Stop | None],
+                 usage: Callable[[], "Usage"], budget: Budget, base: float) -> tuple[Stop | None, "Usage"]:
     """Wait for ``finished`` (given how long it may wait) while the run keeps within ``limits`` and
     ``budget``: the limit it broke (None when it finished first), and its usage as last measured
     (CPU seconds since ``base``)."""

@@ -78,7 +78,8 @@ class BadRecord(ValueError):
 def write_record(folder: Path, result: Result) -> None:
     """``result`` as ``folder/grading.json``, whole or not at all (a record says its grades are saved),
     its probes apart in ``folder/explanation.json``: the record itself holds no hidden value."""
-    for name, content in ((EXPLANATION, [asdict(probe) for probe in result.probes]), (RECORD, record_data(result))):
+    for name, content in ((EXPLANATION, [asdict(probe)
+                                         for probe in result.probes]), (RECORD, record_data(result))):
         partial = folder / f".{name}.partial"
         partial.write_text(json.dumps(safe_data(content), indent=1), encoding="utf-8")
         os.replace(partial, folder / name)
@@ -126,8 +127,9 @@ def _probes(data: object) -> list[Probe]:
                                              for p in data):
         raise BadRecord(f"{EXPLANATION}: not this version's")
     probes = [Probe(**p) for p in data]
-    if not all(isinstance(getattr(p, f.name), {"str": str, "bool": bool, "int": int}[f.type])
-               and not (f.type == "int" and isinstance(p.number, bool)) for p in probes for f in fields(Probe)):
+    if not all(
+            isinstance(getattr(p, f.name), {"str": str, "bool": bool, "int": int}[f.type]) and
+            not (f.type == "int" and isinstance(p.number, bool)) for p in probes for f in fields(Probe)):
         raise BadRecord(f"{EXPLANATION}: a field of the wrong type")
     return probes
 
@@ -136,17 +138,23 @@ def _result(data: object) -> Result:
     if not isinstance(data, dict) or set(data) != {f.name for f in fields(Result)} - {"probes"}:
         raise BadRecord(f"{RECORD} is not a grading record of this version")
     checks = data["checks"]
-    if not isinstance(checks, list) or not all(isinstance(c, dict) and set(c) == {f.name for f in fields(Check)}
-                                               for c in checks):
+    if not isinstance(checks, list) or not all(
+            isinstance(c, dict) and set(c) == {f.name
+                                               for f in fields(Check)} for c in checks):
         raise BadRecord(f"{RECORD}: its checks are not this version's")
     result = Result(**{**data, "checks": [Check(**check) for check in checks]})
     numbers = [result.max_score, result.seconds] + [n for c in result.checks for n in (c.points, c.score)]
-    texts = [result.student, result.assignment, result.submission, result.grader, *result.reasons, *result.notes,
-             *result.findings] + [t for c in result.checks for t in (c.grade_id, c.status, c.message)]
-    if result.status not in STATUSES or not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers) \
-            or not (result.score is None or isinstance(result.score, (int, float))) \
-            or not all(isinstance(t, str) for t in texts) \
-            or not all(isinstance(x, list) for x in (result.reasons, result.notes, result.findings)) \
-            or not all(isinstance(b, bool) for b in [result.kept] + [c.verified for c in result.checks]):
+    texts = [
+        result.student, result.assignment, result.submission, result.grader, *result.reasons, *result.notes,
+        *result.findings
+    ] + [t for c in result.checks for t in (c.grade_id, c.status, c.message)]
+    if (
+        result.status not in STATUSES
+        or not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
+        or not (result.score is None or isinstance(result.score, (int, float)))
+        or not all(isinstance(t, str) for t in texts)
+        or not all(isinstance(x, list) for x in (result.reasons, result.notes, result.findings))
+        or not all(isinstance(b, bool) for b in [result.kept] + [c.verified for c in result.checks])
+    ):
         raise BadRecord(f"{RECORD}: a field of the wrong type")
     return result

@@ -30,7 +30,8 @@ def _stub(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, where: st
     class whose construction does."""
     message = f"{where}.{node.name} {MESSAGE}"
     if isinstance(node, ast.ClassDef):
-        code = f"class {node.name}:\n    def __init__(self, *args, **kwargs):\n        raise NotImplementedError({message!r})"
+        code = (f"class {node.name}:\n    def __init__(self, *args, **kwargs):\n        raise "
+                f"NotImplementedError({message!r})")
     else:
         code = f"def {node.name}(*args, **kwargs):\n    raise NotImplementedError({message!r})"
     return parse(code).body[0]
@@ -94,7 +95,10 @@ def redacted_course_lib(names: Iterable[str], cache: Path) -> tuple[Path, list[s
     """
     package = _package()
     wanted = set(names)
-    sources = {path.relative_to(package): path.read_text(encoding="utf-8") for path in sorted(package.rglob("*.py"))}
+    sources = {
+        path.relative_to(package): path.read_text(encoding="utf-8")
+        for path in sorted(package.rglob("*.py"))
+    }
     digest = hashlib.sha256(repr(sorted(wanted)).encode())
     for relative, text in sources.items():
         digest.update(str(relative).encode() + b"\0" + text.encode())

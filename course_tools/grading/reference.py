@@ -118,7 +118,11 @@ def redacted_for(assignment: Assignment, cells: list[Cell], calls: list[dict],
     """course_lib without the answers of this assignment: the references named like its graded
     names, and the course_lib definitions its test cells forbid (the class of a forbidden method),
     except the graded names in ``keep`` and the references the tests bind for those."""
-    kept_references = {dotted for call in calls for name, dotted in call.get("binds", {}).items() if name in keep}
+    kept_references = {
+        dotted
+        for call in calls
+        for name, dotted in call.get("binds", {}).items() if name in keep
+    }
     names = references_of(cells, calls, keep) - kept_references
     folder, _ = redacted_course_lib(names, assignment.root / "build" / "autograde" / "course_lib")
     return folder
@@ -148,16 +152,19 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
         return Reference(folder, json.loads((folder / "probes.json").read_text()), usable)
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
-        record = run_plan(sandbox, Path(scratch) / "record", make_plan("record", cells, limits), files, limits)
+        record = run_plan(sandbox,
+                          Path(scratch) / "record", make_plan("record", cells, limits), files, limits)
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
         check_cells = graded_plan(cells, solution, {})
-        check = run_plan(sandbox, Path(scratch) / "check",
-                         make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
-                         {**files, "probes.json": record.outbox / "probes.json"},
-                         limits, course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
+        check = run_plan(sandbox,
+                         Path(scratch) / "check",
+                         make_plan("check", check_cells, limits, cells, calls, replayable,
+                                   sampled=[]), {**files, "probes.json": record.outbox / "probes.json"},
+                         limits, course_lib=redacted_for(assignment, cells,
+                                                         calls), probe_inputs=record.outbox / "probes")
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
         usable = {}
         for k, call in enumerate(calls):
@@ -178,11 +185,12 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
                            record.outbox / "probes" / f"{k}.expected.pt")
         sampled = [k for k, call in enumerate(calls) if call.get("sampled")]
         if sampled:
-            samples = run_plan(sandbox, Path(scratch) / "samples",
-                               make_plan("grade", check_cells, limits, cells, calls, sampled, sampled=sampled),
-                               {**files, "probes.json": record.outbox / "probes.json"},
-                               limits, course_lib=redacted_for(assignment, cells, calls),
-                               probe_inputs=record.outbox / "probes")
+            samples = run_plan(
+                sandbox,
+                Path(scratch) / "samples",
+                make_plan("grade", check_cells, limits, cells, calls, sampled,
+                          sampled=sampled), {**files, "probes.json": record.outbox / "probes.json"}, limits,
+                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
             for k in sampled:
                 result = load_result(samples.outbox / "replay" / f"{k}.pt")
                 if isinstance(result, dict) and compare(result, result) is None:
@@ -218,14 +226,17 @@ def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], san
                    course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
     passed = {}
     for i, k in enumerate(kept):
-        got = load_result(run.outbox / "replay" / f"{k}.pt") if run.steps.get(len(plan_cells) + i, {}).get("ok") else None
+        got = load_result(run.outbox / "replay" / f"{k}.pt") if run.steps.get(len(plan_cells) +
+                                                                              i, {}).get("ok") else None
         expected = torch.load(recorded / "probes" / f"{k}.expected.pt", weights_only=True)
-        passed.setdefault(calls[k]["cell"], []).append(compare(expected, got, tuple(calls[k]["tolerance"])) is None)
+        passed.setdefault(calls[k]["cell"],
+                          []).append(compare(expected, got, tuple(calls[k]["tolerance"])) is None)
     for cell, results in passed.items():
         if all(results):
             for k in kept:
                 if calls[k]["cell"] == cell:
-                    usable[k] = "the release's stub passes every probe of this cell: it checks only given code"
+                    usable[
+                        k] = "the release's stub passes every probe of this cell: it checks only given code"
 
 
 def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
@@ -243,7 +254,9 @@ def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
 
 
 def plan_limits(limits: Limits) -> dict:
-    return {"memory_bytes": limits.memory_bytes, "processes": limits.processes, "file_bytes": limits.file_bytes}
+    return {
+        "memory_bytes": limits.memory_bytes, "processes": limits.processes, "file_bytes": limits.file_bytes
+    }
 
 
 def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] = (), calls: list[dict] = (),
@@ -276,5 +289,6 @@ def load_result(path: Path, root: Path | None = None):
     try:
         data = read_bytes(path, MAX_RESULT_BYTES, root=root if root is not None else Path(path).parent.parent)
         return safe_data(torch.load(io.BytesIO(data), weights_only=True), strip_controls=False)
-    except Exception:  # missing, a link, a FIFO, too big, truncated, or not what the runner writes: "no answer"
+    # missing, a link, a FIFO, too big, truncated, or not what the runner writes: "no answer"
+    except Exception:
         return None

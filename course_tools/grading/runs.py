@@ -58,7 +58,8 @@ class StepWatch:
 
     def __init__(self, path: Path, limit_s: float):
         self.path, self.limit_s = path, limit_s
-        self.fd: int | None = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+        self.fd: int | None = os.open(path,
+                                      os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                                       0o644)
         self.offset, self.buffer = 0, b""
         self.events: list[dict] = []
@@ -136,7 +137,8 @@ class ProbeServer:
                 channel.sendall(COUNT.pack(0))
                 continue
             self.left.discard(index)
-            wanted = [index] + ([self.calls[index]["instance"]] if self.calls[index]["kind"] == "method" else [])
+            wanted = [index
+                      ] + ([self.calls[index]["instance"]] if self.calls[index]["kind"] == "method" else [])
             blobs = [(k, (self.folder / f"{k}.pkl").read_bytes()) for k in wanted]
             channel.sendall(COUNT.pack(len(blobs)))
             for k, blob in blobs:

@@ -47,7 +47,16 @@ from typing import Callable
 from course_tools.course import CourseError
 from course_tools.untrusted import tree_bytes
 
-from .isolation import INBOX, OUTBOX, SCRATCH, bwrap_command, environment, installed_course_lib, remap, seccomp_fd
+from .isolation import (
+    INBOX,
+    OUTBOX,
+    SCRATCH,
+    bwrap_command,
+    environment,
+    installed_course_lib,
+    remap,
+    seccomp_fd,
+)
 from .limits import Budget, Ended, Limits, Stop
 from .processes import Drain, Usage, ended, kill, tree_usage, watch_limits
 from .warm import ZYGOTE, Library, Zygote
@@ -66,9 +75,13 @@ class Scratch:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="course-grader-"))  # mode 0700
-        self.reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, str(self.folder)],
-                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                       start_new_session=True)
+        self.reaper = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", REAPER, str(self.folder)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -85,12 +98,19 @@ class Sandbox:
             raise CourseError(
                 "bubblewrap (bwrap) is needed to grade untrusted submissions in isolation: install it "
                 "(apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap), or pass "
-                "--unsafe-no-sandbox to grade trusted notebooks with resource limits but no isolation")
+                "--unsafe-no-sandbox to grade trusted notebooks with resource limits but no isolation"
+            )
         self.isolated = isolated
         self.root = os.geteuid() == 0
-        self.warning = "" if isolated else (
-            "unsafe: no sandbox, so submissions can read and write what you can, and processes they detach survive"
-            + ("; as root, the process limit does not apply either" if self.root else ""))
+        self.warning = (
+            ""
+            if isolated
+            else (
+                "unsafe: no sandbox, so submissions can read and write what you can, and processes they "
+                "detach "
+                "survive" + ("; as root, the process limit does not apply either" if self.root else "")
+            )
+        )
         self.zygotes: dict[int, Zygote] = {}  # slot -> its warm runner (see :mod:`.zygote`)
         self._scratch: Scratch | None = None
         self._lock = threading.Lock()
@@ -118,10 +138,21 @@ class Sandbox:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def run(self, argv: list[str], *, inbox: Path, outbox: Path, log: Path, limits: Limits, slot: int = 0,
-            watch: Callable[[float, float], Stop | None] = lambda cpu, wall: None, course_lib: Path | None = None,
-            warm: bool = False, budget: Budget | None = None,
-            channel: Callable[[socket.socket], None] | None = None) -> Ended:
+    def run(
+        self,
+        argv: list[str],
+        *,
+        inbox: Path,
+        outbox: Path,
+        log: Path,
+        limits: Limits,
+        slot: int = 0,
+        watch: Callable[[float, float], Stop | None] = lambda cpu, wall: None,
+        course_lib: Path | None = None,
+        warm: bool = False,
+        budget: Budget | None = None,
+        channel: Callable[[socket.socket], None] | None = None,
+    ) -> Ended:
         """Run ``argv`` (whose paths use INBOX/OUTBOX/SCRATCH) until it exits or breaks a limit.
 
         ``course_lib``: a folder mounted over the installed course_lib package inside the sandbox
@@ -137,7 +168,9 @@ class Sandbox:
         if warm and self.isolated and argv[2:4] == ["-m", RUNNER]:
             zygote = self._zygote(slot, limits, course_lib)
             if zygote is not None:
-                return self._run_warm(zygote, argv[4:], inbox, outbox, log, limits, slot, watch, budget, channel)
+                return self._run_warm(
+                    zygote, argv[4:], inbox, outbox, log, limits, slot, watch, budget, channel
+                )
         scratch = outbox.parent / "scratch"
         if not self.isolated:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -152,15 +185,25 @@ class Sandbox:
         if served.theirs is not None:
             argv = argv + ["--channel-fd", str(served.theirs.fileno())]
         filter_fd = seccomp_fd() if self.isolated else None
-        command = (bwrap_command(self.bwrap, self.root, argv, inbox, outbox, limits, course_lib, filter_fd=filter_fd)
-                   if self.isolated else argv)
+        command = (
+            bwrap_command(self.bwrap, self.root, argv, inbox, outbox, limits, course_lib, filter_fd=filter_fd)
+            if self.isolated
+            else argv
+        )
         env = environment(limits, mapping[SCRATCH] if not self.isolated else SCRATCH)
         started = time.monotonic()
         passed = tuple(fd for fd in (served.fd(), filter_fd) if fd is not None)
         try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, env=env, cwd=scratch if not self.isolated else "/",
-                                       start_new_session=True, pass_fds=passed)
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=scratch if not self.isolated else "/",
+                start_new_session=True,
+                pass_fds=passed,
+            )
         finally:
             served.handed_over()
             if filter_fd is not None:
@@ -175,8 +218,17 @@ class Sandbox:
                 return False
 
         try:
-            stop, usage = watch_limits(finished, started, printed, lambda most: tree_bytes(outbox, most), limits,
-                                        watch, lambda: tree_usage(process.pid), budget, 0.0)
+            stop, usage = watch_limits(
+                finished,
+                started,
+                printed,
+                lambda most: tree_bytes(outbox, most),
+                limits,
+                watch,
+                lambda: tree_usage(process.pid),
+                budget,
+                0.0,
+            )
         except BaseException:  # a bug in a watch, or Ctrl-C: the sandbox must not outlive the grader's loop
             kill(process)
             served.close()
@@ -186,8 +238,15 @@ class Sandbox:
         process.wait()
         printed.join()
         served.close()
-        return ended(process.returncode if not stop else -signal.SIGKILL, stop, started, usage,
-                      lambda most: tree_bytes(outbox, most), limits, budget)
+        return ended(
+            process.returncode if not stop else -signal.SIGKILL,
+            stop,
+            started,
+            usage,
+            lambda most: tree_bytes(outbox, most),
+            limits,
+            budget,
+        )
 
     def _zygote(self, slot: int, limits: Limits, course_lib: Path | None) -> "Zygote | None":
         """The slot's warm runner, its course_lib folder holding ``course_lib`` (started, or replaced
@@ -207,8 +266,17 @@ class Sandbox:
         os.chmod(folder, 0o755)
         library = Library(folder.with_name(folder.name + "-course_lib"), source)
         filter_fd = seccomp_fd()
-        command = bwrap_command(self.bwrap, self.root, [sys.executable, "-I", "-m", ZYGOTE], folder / "in",
-                             folder / "out", limits, library.folder, shared=folder, filter_fd=filter_fd)
+        command = bwrap_command(
+            self.bwrap,
+            self.root,
+            [sys.executable, "-I", "-m", ZYGOTE],
+            folder / "in",
+            folder / "out",
+            limits,
+            library.folder,
+            shared=folder,
+            filter_fd=filter_fd,
+        )
         try:
             zygote = Zygote(key, command, environment(limits, SCRATCH), folder, library, filter_fd)
         finally:
@@ -220,9 +288,19 @@ class Sandbox:
         self.zygotes[slot] = zygote
         return zygote
 
-    def _run_warm(self, zygote: "Zygote", args: list[str], inbox: Path, outbox: Path, log: Path, limits: Limits,
-                  slot: int, watch: Callable[[float, float], Stop | None], budget: Budget,
-                  channel: Callable[[socket.socket], None] | None) -> Ended:
+    def _run_warm(
+        self,
+        zygote: "Zygote",
+        args: list[str],
+        inbox: Path,
+        outbox: Path,
+        log: Path,
+        limits: Limits,
+        slot: int,
+        watch: Callable[[float, float], Stop | None],
+        budget: Budget,
+        channel: Callable[[socket.socket], None] | None,
+    ) -> Ended:
         """One run forked by ``zygote``: the inbox and outbox are moved into the one folder its sandbox
         sees for the run, and back after it."""
         uid = SLOT_UID_BASE + slot if self.root else None
@@ -242,13 +320,23 @@ class Sandbox:
                 os.close(writing)
                 served.handed_over()
             printed = Drain(os.fdopen(reading, "rb"), log, limits.output_bytes)
-            stop, usage = watch_limits(zygote.answered, started, printed, zygote.written_bytes, limits, watch,
-                                        zygote.usage, budget, base)
+            stop, usage = watch_limits(
+                zygote.answered,
+                started,
+                printed,
+                zygote.written_bytes,
+                limits,
+                watch,
+                zygote.usage,
+                budget,
+                base,
+            )
             returncode = None if stop else zygote.returncode()
             if returncode is not None:
                 usage = Usage(zygote.usage().cpu_s - base, usage.resident_bytes)
         finally:
-            if returncode is None:  # a limit, Ctrl-C, or the zygote died: the whole sandbox goes, the zygote with it
+            # a limit, Ctrl-C, or the zygote died: the whole sandbox goes, the zygote with it
+            if returncode is None:
                 zygote.stop()
             if printed is not None:
                 printed.join()
@@ -257,8 +345,15 @@ class Sandbox:
             if returncode is None:
                 zygote.close()
                 self.zygotes.pop(slot, None)
-        return ended(-signal.SIGKILL if returncode is None else returncode, stop, started, usage,
-                      lambda most: tree_bytes(outbox, most), limits, budget)
+        return ended(
+            -signal.SIGKILL if returncode is None else returncode,
+            stop,
+            started,
+            usage,
+            lambda most: tree_bytes(outbox, most),
+            limits,
+            budget,
+        )
 
 
 class _Served:

@@ -61,7 +61,8 @@ class _Unpickler(pickle.Unpickler):
 
 
 def probe_values(folder: Path, k: int) -> list[Any]:
-    """Probe ``k``'s input (``<k>.pkl``) and recorded result (``<k>.expected.pt``), as far as they can be read."""
+    """Probe ``k``'s input (``<k>.pkl``) and recorded result (``<k>.expected.pt``), as far as they can be
+    read."""
     found: list[Any] = []
     try:
         with open(folder / f"{k}.pkl", "rb") as stream:
@@ -160,12 +161,14 @@ class Scrubber:
             return token
         digits = _digits(value)
         if len(digits) >= PREFIX:
-            same = lambda known: any(_shown(number, abs(value), len(digits)) for number in known.get(digits[:PREFIX], ()))
+            same = lambda known: any(
+                _shown(number, abs(value), len(digits)) for number in known.get(digits[:PREFIX], ()))
             return HIDDEN if same(self.prefixes) and not same(self.visible_prefixes) else token
         return HIDDEN if value in self.small else token
 
     def __call__(self, text: str) -> str:
         for hidden in self.texts:
             text = text.replace(hidden, HIDDEN)
-        text = ENCODED.sub(lambda m: HIDDEN if sum(c.isdigit() for c in m.group(0)) >= 4 else m.group(0), text)
+        text = ENCODED.sub(lambda m: HIDDEN
+                           if sum(c.isdigit() for c in m.group(0)) >= 4 else m.group(0), text)
         return NUMBER.sub(self._number, text)

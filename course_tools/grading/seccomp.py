@@ -36,12 +36,15 @@ REFUSED = {
 CLONE = (56, 220)
 CLONE3 = (435, 435)
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
-NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+NAMESPACES = (
+    0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
+)
 
 LD_W_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
-NR, ARCH, ARG0 = 0, 4, 16  # offsets in struct seccomp_data (the first argument's low 32 bits on little-endian)
+# offsets in struct seccomp_data (the first argument's low 32 bits on little-endian)
+NR, ARCH, ARG0 = 0, 4, 16
 
 
 def _instruction(code: int, k: int = 0, jt: int = 0, jf: int = 0) -> bytes:
@@ -59,8 +62,13 @@ def program(machine: str | None = None) -> bytes | None:
     # clone's flags check, then the three returns. Jumps count instructions after the current one.
     body = [_instruction(LD_W_ABS, ARCH)]
     head_length = 3 + len(refused) + 2 + (1 if machine == "x86_64" else 0)
-    where = {"allow": head_length, "clone_flags": head_length + 1, "clone_allow": head_length + 3,
-             "eperm": head_length + 4, "enosys": head_length + 5}
+    where = {
+        "allow": head_length,
+        "clone_flags": head_length + 1,
+        "clone_allow": head_length + 3,
+        "eperm": head_length + 4,
+        "enosys": head_length + 5,
+    }
 
     def jump_to(label: str, position: int) -> int:
         return where[label] - position - 1
@@ -75,7 +83,9 @@ def program(machine: str | None = None) -> bytes | None:
     body.append(_instruction(JEQ, CLONE3[column], jump_to("enosys", len(body)), 0))
     body.append(_instruction(RET, RET_ALLOW))  # allow
     body.append(_instruction(LD_W_ABS, ARG0))  # clone_flags
-    body.append(_instruction(JSET, NAMESPACES, jump_to("eperm", len(body)), jump_to("clone_allow", len(body))))
+    body.append(
+        _instruction(JSET, NAMESPACES, jump_to("eperm", len(body)), jump_to("clone_allow", len(body)))
+    )
     body.append(_instruction(RET, RET_ALLOW))  # clone_allow
     body.append(_instruction(RET, RET_ERRNO | errno.EPERM))  # eperm
     body.append(_instruction(RET, RET_ERRNO | errno.ENOSYS))  # enosys

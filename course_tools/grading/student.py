@@ -66,7 +66,9 @@ class Context:
             crashed = steps.get(step)
             if crashed is None:
                 return []
-            return [s for s, k in steps.items() if calls[k]["target"] == calls[crashed]["target"] and s != step]
+            return [
+                s for s, k in steps.items() if calls[k]["target"] == calls[crashed]["target"] and s != step
+            ]
         return related
 
 
@@ -113,8 +115,9 @@ def read_the_submission(g: Grading) -> None:
     if not folder.is_dir():
         return g.stop(NOT_SUBMITTED)
     notebook = folder / assignment.release.name
-    ignored = sorted(safe_text(p.name, one_line=True) for p in folder.iterdir()
-                     if p.name not in (notebook.name, "timestamp.txt", "submission_secret.txt"))  # nbgrader's own
+    ignored = sorted(
+        safe_text(p.name, one_line=True) for p in folder.iterdir()
+        if p.name not in (notebook.name, "timestamp.txt", "submission_secret.txt"))  # nbgrader's own
     if ignored:
         g.result.notes.append(f"only {notebook.name} was graded; ignored: {', '.join(ignored)}")
     try:
@@ -122,10 +125,13 @@ def read_the_submission(g: Grading) -> None:
     except Unreadable as error:
         return g.stop(FAILED, str(error))
     if g.raw.get("converted_from"):
-        g.result.notes.append(f"the notebook was in format {g.raw['converted_from']}; it was converted to format 4")
-    kernel = g.raw.get("metadata", {}).get("kernelspec", {}) if isinstance(g.raw.get("metadata"), dict) else {}
+        g.result.notes.append(
+            f"the notebook was in format {g.raw['converted_from']}; it was converted to format 4")
+    kernel = g.raw.get("metadata", {}).get("kernelspec", {}) if isinstance(g.raw.get("metadata"),
+                                                                           dict) else {}
     if isinstance(kernel, dict) and kernel.get("name") not in (None, "python3"):
-        g.result.notes.append(f"the notebook asks for kernel {kernel.get('name')!r}; it was graded with Python 3")
+        g.result.notes.append(
+            f"the notebook asks for kernel {kernel.get('name')!r}; it was graded with Python 3")
 
 
 def find_the_answers(g: Grading) -> None:
@@ -206,7 +212,8 @@ def grade_student(context: Context, student: str) -> Result:
         stage(g)
         if g.done:
             break
-    if g.run is not None:  # this student's own time, without queueing for a slot; the run's log for the record
+    # this student's own time, without queueing for a slot; the run's log for the record
+    if g.run is not None:
         g.result.seconds = time.monotonic() - g.started - g.waited
         (g.workdir / "log.tail").write_text(g.run.log, encoding="utf-8")
     return g.result
@@ -226,17 +233,18 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     # no cell after the last replay can change a result: a cascade of early exercises skips the rest
     cells = graded_plan(context.cells, found, context.stubs)[:max(after.values(), default=-1) + 1]
     keep = {name for k in replay for name in context.reference.calls[k].get("binds", {})} if bind else set()
-    plan = make_plan("grade", cells, context.limits, context.cells, context.reference.calls, replay, bind=bind)
+    plan = make_plan("grade", cells, context.limits, context.cells, context.reference.calls, replay,
+                     bind=bind)
     course_lib = redacted_for(context.assignment, context.cells, context.reference.calls, keep) \
         if keep else context.course_lib
     queued = time.monotonic()
     slot = context.slots.get()
     queued = time.monotonic() - queued
     try:
-        run = run_plan(context.sandbox, workdir, plan, {**context.files,
-                                                        "probes.json": context.reference.folder / "probes.json"},
-                       context.limits, slot, related=context.related(len(cells), replay), course_lib=course_lib,
-                       warm=True, budget=budget, probe_inputs=context.probe_inputs)
+        run = run_plan(context.sandbox, workdir, plan,
+                       {**context.files, "probes.json": context.reference.folder / "probes.json"},
+                       context.limits, slot, related=context.related(len(cells), replay),
+                       course_lib=course_lib, warm=True, budget=budget, probe_inputs=context.probe_inputs)
     finally:
         context.slots.put(slot)
     records = {}
@@ -246,7 +254,9 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
         if step in run.skipped:  # the grader's own words: a limit the step broke, or the notebook stopped
             records[k] = {"error": run.skipped[step], "by_grader": True}
         elif isinstance(event.get("exit"), int):  # the check's own process ended (a crash, os._exit)
-            records[k] = {"error": f"not run: {describe_exit(event['exit'], context.limits)}", "by_grader": True}
+            records[k] = {
+                "error": f"not run: {describe_exit(event['exit'], context.limits)}", "by_grader": True
+            }
         elif event.get("ok"):
             records[k] = load_result(run.outbox / "replay" / f"{k}.pt")
         elif event:
@@ -292,7 +302,8 @@ def _mismatch(context: Context, k: int, got: dict | None) -> Mismatch | None:
     return compare(context.reference.expected(k), got, tuple(context.reference.calls[k]["tolerance"]))
 
 
-def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks: list[Check], path: Path) -> None:
+def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks: list[Check],
+                    path: Path) -> None:
     """What was graded, for the instructor (formgrader opens it): the source notebook with the
     student's answer code, and each graded cell's verdict as its output."""
     notebook = read_notebook(source)
@@ -328,9 +339,11 @@ def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int,
     for cell in (c for c in context.cells if c.kind == "test"):
         probes = context.probes_of(cell)
         if not probes:
-            checks.append(Check(cell.grade_id, cell.points, 0.0, "review", "the grader cannot re-check this test "
-                                "on its own (its calls depend on randomness or cannot be replayed): a person "
-                                "will score it", False))
+            checks.append(
+                Check(
+                    cell.grade_id, cell.points, 0.0, "review", "the grader cannot re-check this test "
+                    "on its own (its calls depend on randomness or cannot be replayed): a person "
+                    "will score it", False))
             continue
         failure = None
         for number, k in enumerate(probes, 1):
@@ -349,7 +362,8 @@ def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int,
     return checks
 
 
-def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict | None, scrub: Scrubber) -> str:
+def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict | None,
+             scrub: Scrubber) -> str:
     """What the student reads about a failed check. A hidden check names the check and the kind of
     difference only: its code and inputs stay with the grader, and so do its expected values and
     the student's own values on its inputs. A visible check may show values, and the student's own
@@ -357,8 +371,11 @@ def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict 
     what = call["target"] + (f".{call['method']}" if call.get("method") and call["kind"] == "method" else "")
     if call.get("segment") == "hidden":
         return f"hidden check {number} of {total} ({what}): {mismatch.hidden()}"
-    detail = f"\n{scrub(error_message(got))}" if isinstance(got, dict) and "error" in got and not got.get("by_grader") \
+    detail = (
+        f"\n{scrub(error_message(got))}"
+        if isinstance(got, dict) and "error" in got and not got.get("by_grader")
         else ""
+    )
     return f"check {number} of {total} ({what}): {mismatch}{detail}"
 
 

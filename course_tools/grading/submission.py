@@ -32,7 +32,9 @@ class Cell:
     points: float = 0.0
 
     def as_plan(self) -> dict:
-        plan = {"kind": self.kind, "grade_id": self.grade_id, "source": self.source, "names": list(self.names)}
+        plan = {
+            "kind": self.kind, "grade_id": self.grade_id, "source": self.source, "names": list(self.names)
+        }
         if self.kind == "test":
             plan["segments"] = split_test_cell(self.source)
         return plan
@@ -91,7 +93,10 @@ def source_cells(path: Path) -> list[Cell]:
 def cell_ids(path: Path) -> dict[str, str]:
     """Solution grade_id -> notebook cell id in the source (the release keeps the same ids)."""
     notebook = read_notebook(path)
-    return {nbgrader_meta(c)["grade_id"]: c.get("id", "") for c in notebook.cells if nbgrader_meta(c).get("solution")}
+    return {
+        nbgrader_meta(c)["grade_id"]: c.get("id", "")
+        for c in notebook.cells if nbgrader_meta(c).get("solution")
+    }
 
 
 def read_submission(path: Path, root: Path | None = None) -> dict:
@@ -106,8 +111,8 @@ def read_submission(path: Path, root: Path | None = None) -> dict:
         data = read_bytes(path, MAX_NOTEBOOK_BYTES, root=root)
     except Missing:
         others = sorted(p.name for p in path.parent.glob("*.ipynb")) if path.parent.is_dir() else []
-        raise Unreadable(f"no {path.name} in the submission" + (f" (it holds {', '.join(others)})" if others else "")
-                         ) from None
+        raise Unreadable(f"no {path.name} in the submission" +
+                         (f" (it holds {', '.join(others)})" if others else "")) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -115,7 +120,8 @@ def read_submission(path: Path, root: Path | None = None) -> dict:
     try:
         raw = safe_data(json.loads(text), strip_controls=False)
     except (json.JSONDecodeError, RecursionError) as error:
-        raise Unreadable(f"{path.name} is not valid JSON ({getattr(error, 'msg', 'nested too deep')})") from None
+        raise Unreadable(
+            f"{path.name} is not valid JSON ({getattr(error, 'msg', 'nested too deep')})") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("nbformat"), int):
         raise Unreadable(f"{path.name} is not a Jupyter notebook")
     if raw["nbformat"] == 3:
@@ -123,7 +129,8 @@ def read_submission(path: Path, root: Path | None = None) -> dict:
             raw = json.loads(nbformat.writes(nbformat.reads(json.dumps(raw), as_version=4)))
             raw["converted_from"] = 3
         except Exception as error:  # nbformat raises many kinds on malformed v3 input
-            raise Unreadable(f"{path.name} is in notebook format 3 and could not be converted ({error})") from None
+            raise Unreadable(
+                f"{path.name} is in notebook format 3 and could not be converted ({error})") from None
     elif raw["nbformat"] != 4:
         raise Unreadable(f"{path.name} is in notebook format {raw['nbformat']}, not 4")
     if not isinstance(raw.get("cells"), list):
@@ -141,7 +148,8 @@ def answers(raw: dict, cells: list[Cell], ids: dict[str, str]) -> Answers:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) and all(isinstance(s, str) for s in source) else source
+        source = "".join(source) if isinstance(source, list) and all(isinstance(s, str)
+                                                                     for s in source) else source
         if not isinstance(source, str):
             continue
         meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
@@ -161,12 +169,15 @@ def answers(raw: dict, cells: list[Cell], ids: dict[str, str]) -> Answers:
                                    "all copies were run, in order")
         elif ids.get(grade_id) in by_id:
             found.code[grade_id] = by_id[ids[grade_id]]
-            found.notes.append(f"answer cell {grade_id} had its grade_id changed: it was found by its cell id")
+            found.notes.append(
+                f"answer cell {grade_id} had its grade_id changed: it was found by its cell id")
         else:
-            found.notes.append(f"answer cell {grade_id} is missing from the notebook: it counts as not answered")
+            found.notes.append(
+                f"answer cell {grade_id} is missing from the notebook: it counts as not answered")
             if unknown:
-                found.flags.append(f"answer cell {grade_id} is missing, and answer cells with unknown grade_ids "
-                                   f"({', '.join(sorted(unknown))}) exist")
+                found.flags.append(
+                    f"answer cell {grade_id} is missing, and answer cells with unknown grade_ids "
+                    f"({', '.join(sorted(unknown))}) exist")
     for grade_id, code in found.code.items():
         if len(code) > MAX_ANSWER_CHARS:
             found.code[grade_id] = "raise RuntimeError('this answer cell is too long to grade')"
@@ -179,8 +190,11 @@ def graded_plan(cells: list[Cell], found: Answers, stubs: dict[str, str]) -> lis
     test cells (they never leave the grader), each answer cell's code replaced by the student's (or
     the release's stub)."""
     last = max((i for i, c in enumerate(cells) if c.kind == "solution"), default=-1)
-    return [Cell(c.kind, c.grade_id, found.code.get(c.grade_id, stubs.get(c.grade_id, "raise NotImplementedError()")),
-                 c.names, c.points) if c.kind == "solution" else c for c in cells[:last + 1] if c.kind != "test"]
+    return [
+        Cell(c.kind, c.grade_id,
+             found.code.get(c.grade_id, stubs.get(c.grade_id, "raise NotImplementedError()")), c.names,
+             c.points) if c.kind == "solution" else c for c in cells[:last + 1] if c.kind != "test"
+    ]
 
 
 def replay_after(cells: list[Cell], calls: list[dict], replay: list[int]) -> dict[str, int]:
@@ -198,8 +212,12 @@ def replay_after(cells: list[Cell], calls: list[dict], replay: list[int]) -> dic
 
 
 def release_stubs(path: Path) -> dict[str, str]:
-    """Answer cells as released (signature, docstring, ``raise NotImplementedError()``), for missing answers."""
+    """Answer cells as released (signature, docstring, ``raise NotImplementedError()``), for missing
+    answers."""
     if not path.is_file():
         return {}
     notebook = read_notebook(path)
-    return {nbgrader_meta(c)["grade_id"]: c.source for c in notebook.cells if nbgrader_meta(c).get("solution")}
+    return {
+        nbgrader_meta(c)["grade_id"]: c.source
+        for c in notebook.cells if nbgrader_meta(c).get("solution")
+    }

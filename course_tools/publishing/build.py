@@ -53,7 +53,10 @@ def check(root: Path, selected: list[Assignment], out: TextIO | None = None) -> 
         rows.append(Row(assignment.id, f"{len(solution.passed)}/{total}", f"{len(release.failed)}/{total}",
                         solution.seconds + release.seconds, "", good))
         for grade_id, error in solution.failed.items():
-            print(f"{assignment.id}: solution fails {grade_id}: {error.strip().splitlines()[-1] if error.strip() else ''}", file=out)
+            print(
+                f"{assignment.id}: solution fails {grade_id}: "
+                f"{error.strip().splitlines()[-1] if error.strip() else ''}",
+                file=out)
         for grade_id in release.passed:
             print(f"{assignment.id}: release passes {grade_id} without any work", file=out)
     print(format_table(rows), file=out)
@@ -77,8 +80,10 @@ def build(root: Path, selected: list[Assignment], profile: str, out: TextIO | No
         print(f"{assignment.id}: executing the solution in the {profile} profile …", file=out, flush=True)
         try:
             rows.append(_build_one(root, assignment, profile, cell_timeout, executed_dir, out))
-        except Exception as e:  # e.g. the release's validation timing out: one assignment's row, not the build
-            problem = f"failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        # e.g. the release's validation timing out: one assignment's row, not the build
+        except Exception as e:
+            problem = (f"failed: {type(e).__name__}: "
+                       f"{str(e).strip().splitlines()[0] if str(e).strip() else ''}")
             print(f"{assignment.id}: {problem}", file=out)
             rows.append(Row(assignment.id, "-", "-", 0.0, problem, False))
     print(format_table(rows), file=out)
@@ -105,12 +110,22 @@ def _build_one(root: Path, assignment: Assignment, profile: str, cell_timeout: f
     release = validate(root, assignment.release, invert=True)
     results = read_results(assignment.id) or {}
     headline = results.get("headline", {})
-    shown = f"{headline['name']} {headline['value']:.3g}" + (f", {headline['detail']}" if headline.get("detail") else "") \
-        if headline else "-"
+    shown = (
+        f"{headline['name']} {headline['value']:.3g}"
+        + (f", {headline['detail']}" if headline.get("detail") else "")
+        if headline
+        else "-"
+    )
     good = not run.graded_failures and not run.other_errors and not release.passed
     for grade_id, error in run.graded_failures.items():
         print(f"{assignment.id}: solution fails {grade_id}: {error}", file=out)
     for error in run.other_errors:
         print(f"{assignment.id}: a cell raised {error}", file=out)
-    return Row(assignment.id, f"{total - len(run.graded_failures)}/{total}", f"{len(release.failed)}/{total}",
-               run.seconds, run.first_failure or shown, good)
+    return Row(
+        assignment.id,
+        f"{total - len(run.graded_failures)}/{total}",
+        f"{len(release.failed)}/{total}",
+        run.seconds,
+        run.first_failure or shown,
+        good,
+    )

@@ -29,11 +29,13 @@ def chromium() -> str:
         found = candidate and shutil.which(candidate)
         if found:
             return found
-    raise CourseError(f"printing needs Chromium: run scripts/setup_slides.sh (make setup does), or set {CHROMIUM_ENV}")
+    raise CourseError(
+        f"printing needs Chromium: run scripts/setup_slides.sh (make setup does), or set {CHROMIUM_ENV}")
 
 
 def print_to_pdf(url: str, *, ready: str, timeout: float = 180) -> bytes:
-    """The PDF of ``url`` printed as soon as the JavaScript expression ``ready`` is true (a Promise may resolve to it)."""
+    """The PDF of ``url`` printed as soon as the JavaScript expression ``ready`` is true (a Promise may
+    resolve to it)."""
     with tempfile.TemporaryDirectory(prefix="course-chromium-") as profile, \
             DevTools([chromium(), *HEADLESS, f"--user-data-dir={profile}", url]) as devtools:
         page = next(t for t in devtools.send("Target.getTargets")["targetInfos"] if t["type"] == "page")
@@ -90,7 +92,8 @@ class DevTools:
         return self
 
     def send(self, method: str, session: str | None = None, **params) -> dict:
-        """Send one command (to a page when ``session`` is given) and return its result; events are skipped."""
+        """Send one command (to a page when ``session`` is given) and return its result; events are
+        skipped."""
         self.last_id += 1
         message = {"id": self.last_id, "method": method, "params": params}
         if session:

@@ -41,12 +41,16 @@ def validate(root: Path, notebook_path: Path, *, invert: bool = False) -> Valida
     results = validator.validate(str(notebook_path))
     seconds = time.perf_counter() - started
     if "changed" in results or "type_changed" in results:
-        raise CourseError(f"{notebook_path}: locked cells were edited or changed type; regenerate or restore them")
+        raise CourseError(
+            f"{notebook_path}: locked cells were edited or changed type; regenerate or restore them")
     if invert:
         passed = [grade_ids.get(r["source"], r["source"][:60]) for r in results.get("passed", [])]
         failed = {g: "" for g in grade_ids.values() if g not in passed}
     else:
-        failed = {grade_ids.get(r["source"], r["source"][:60]): r["raw_error"] for r in results.get("failed", [])}
+        failed = {
+            grade_ids.get(r["source"], r["source"][:60]): r["raw_error"]
+            for r in results.get("failed", [])
+        }
         passed = [g for g in grade_ids.values() if g not in failed]
     return Validation(passed=passed, failed=failed, seconds=seconds)
 
@@ -75,10 +79,12 @@ class Execution:
     graded_failures: dict[str, str]  # grade_id -> error name and message
     other_errors: list[str]  # errors outside graded cells, first line each
     stopped: str = ""  # why execution stopped before the last cell ("timed out in cell N after S s"), else ""
-    first_failure: str = ""  # "failed in cell N: error" for the first cell outside the graded ones that raised
+    # "failed in cell N: error" for the first cell outside the graded ones that raised
+    first_failure: str = ""
 
 
-def execute(notebook_path: Path, *, profile: str, runs_dir: Path | None = None, cell_timeout: float = 900) -> Execution:
+def execute(notebook_path: Path, *, profile: str, runs_dir: Path | None = None,
+            cell_timeout: float = 900) -> Execution:
     """Execute a notebook top to bottom in ``profile``, continuing past errors to report them all.
 
     A cell that runs longer than ``cell_timeout`` seconds, or a kernel that dies, stops the notebook

@@ -39,7 +39,8 @@ from course_tools.notebooks import read_notebook
 
 # A number as prose writes it: digits with optional thousands separators and decimals, then an
 # optional percent sign or magnitude suffix; not glued to a word, an identifier or another number.
-_NUMBER = re.compile(r"(?<![\w.,/\\^$-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s?(%)|([kMB])\b)?(?![\w.]\d|[\w])")
+_NUMBER = re.compile(
+    r"(?<![\w.,/\\^$-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?:\s?(%)|([kMB])\b)?(?![\w.]\d|[\w])")
 _OUTPUT_NUMBER = re.compile(r"(?<![\d.])\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERAL = re.compile(r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SOURCE = re.compile(
@@ -106,8 +107,11 @@ def prose_numbers(source: str) -> list[ProseNumber]:
 
 def _labelled(source: str) -> set[str]:
     """The paragraphs of a cell that name a source (a table borrows the label of the paragraph before it)."""
-    return {p for p, borrowed in _paragraphs(source)
-            if _SOURCE.search(_blank_math_only(p)) or (borrowed and _SOURCE.search(_blank_math_only(borrowed)))}
+    return {
+        p
+        for p, borrowed in _paragraphs(source)
+        if _SOURCE.search(_blank_math_only(p)) or (borrowed and _SOURCE.search(_blank_math_only(borrowed)))
+    }
 
 
 def _blank_math_only(text: str) -> str:
@@ -211,9 +215,12 @@ def provenance(root: Path, selected, executed_dir: Path | None = None, out: Text
         findings = unbacked_numbers(read_notebook(path))
         total += len(findings)
         print(report(assignment.id, path, findings), file=out)
-    print(f"\n{total} number(s) for a person to review: quote them from an output, or label their source.", file=out)
+    print(f"\n{total} number(s) for a person to review: quote them from an output, or label their source.",
+          file=out)
     return 0
 
 
-__all__ = ["Finding", "ProseNumber", "code_literals", "output_values", "prose_numbers", "provenance", "report",
-           "unbacked_numbers"]
+__all__ = [
+    "Finding", "ProseNumber", "code_literals", "output_values", "prose_numbers", "provenance", "report",
+    "unbacked_numbers"
+]

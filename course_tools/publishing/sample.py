@@ -65,8 +65,9 @@ def sample(root: Path, selected: list[Assignment], scratch: Path, *, jobs: int =
             score = result.score if result.score is not None else float("nan")
             ok = score == (result.max_score if expected == "full" else 0)
             as_expected &= ok
-            rows.append((assignment.id, result.student, f"{score:g} / {result.max_score:g}", expected,
-                         result.status, "ok" if ok else "WRONG: " + safe_text("; ".join(result.reasons), one_line=True)[:200]))
+            rows.append(
+                (assignment.id, result.student, f"{score:g} / {result.max_score:g}", expected, result.status,
+                 "ok" if ok else "WRONG: " + safe_text("; ".join(result.reasons), one_line=True)[:200]))
     for line in text_table([_HEADER, *[tuple(str(cell) for cell in row) for row in rows]]):
         print(line, file=out)
     print(f"sample class graded in {scratch}" + ("" if as_expected else ": some grades are WRONG"), file=out)

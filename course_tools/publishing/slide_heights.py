@@ -27,7 +27,8 @@ CODE_NOTE_CLASS = "course-code-note"
 
 
 # The height model, in CSS pixels of the 960x700 slide, calibrated on the decks in Chromium: code
-# 19px on 22.6px lines (input wraps at about 80 characters, output at 72: the template wraps both), prose 20px on 26px
+# 19px on 22.6px lines (input wraps at about 80 characters, output at 72: the template wraps both), prose 20px
+# on 26px
 # lines at about 80 characters, h1 50px, h2 32px, h3 26px, display maths about 50px a row.
 CODE_LINE, INPUT_CHARS, OUTPUT_CHARS, CODE_PAD = 22.6, 76, 72, 20
 TEXT_LINE, TEXT_CHARS = 26, 78
@@ -133,14 +134,16 @@ def block_height(block: str) -> float:
     if kind == "heading":
         level = len(lines[0]) - len(lines[0].lstrip("#"))
         line, chars = HEADINGS.get(level, HEADINGS[4])
-        return 20 + line * _wrapped(_plain(lines[0].lstrip("#").strip()), chars) + TEXT_LINE * (len(lines) - 1)
+        return 20 + line * _wrapped(_plain(lines[0].lstrip("#").strip()),
+                                    chars) + TEXT_LINE * (len(lines) - 1)
     if kind == "code":
         return code_height(lines[1:-1]) + 20
     if kind == "maths":
         formulas = max(1, block.count("$$") // 2)
         rows = block.count("\\\\") + formulas
         prose = re.sub(r"\$\$.*?\$\$", "", block, flags=re.DOTALL)
-        return 16 + 36 * rows + 24 * formulas + (TEXT_LINE * _wrapped(_plain(prose), TEXT_CHARS) if prose.strip() else 0)
+        return 16 + 36 * rows + 24 * formulas + (TEXT_LINE *
+                                                 _wrapped(_plain(prose), TEXT_CHARS) if prose.strip() else 0)
     if kind == "table":
         rows = [line for line in lines if not re.match(r"\|?\s*:?-+", line)]
         columns = max(1, rows[0].strip().strip("|").count("|") + 1)

@@ -29,7 +29,7 @@ SEEDS = {
 SEED_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
     "01_rnn_baselines": (
         ("004", "the RNN language model equations; what recurrence buys and costs (vanishing gradients, "
-                "O(length) steps between distant words)"),
+         "O(length) steps between distant words)"),
         ("002", "the RNN's challenges; the encoder-decoder; teacher forcing"),
     ),
     "02_attention": (
@@ -46,23 +46,24 @@ SEED_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "04_positional_encoding": (
         ("000", "the sinusoidal formula; the rotation Rᵏ with Rᵏ·PE(pos) = PE(pos+k); learned embeddings do "
-                "about as well"),
+         "about as well"),
         ("002", "what a positional encoding must satisfy; the binary-counter picture"),
         ("003", "sinusoidal positions; RoPE"),
     ),
     "05_transformer": (
-        ("003", "encoder and decoder stacks, residual + layer norm, position-wise FFN, embeddings and softmax, "
-                "auto-regressive decoding, KV cache, sampling temperature"),
+        ("003",
+         "encoder and decoder stacks, residual + layer norm, position-wise FFN, embeddings and softmax, "
+         "auto-regressive decoding, KV cache, sampling temperature"),
         ("001", "the GPT parameter formula"),
         ("002", "teacher forcing"),
     ),
     "06_bleu": (
-        ("002", "BLEU: modified n-gram precision with clipping (\"The The The…\"), bigram precision, the brevity "
-                "penalty and the geometric mean (the summary slide's formula corrected)"),
-    ),
+        ("002",
+         "BLEU: modified n-gram precision with clipping (\"The The The…\"), bigram precision, the brevity "
+         "penalty and the geometric mean (the summary slide's formula corrected)"), ),
     "07_language_model": (
         ("000", "minGPT on Shakespeare: sinusoidal against learned positions, additive against dot-product "
-                "attention, by perplexity"),
+         "attention, by perplexity"),
         ("001", "the GPT parameter formula"),
         ("003", "RMSNorm, RoPE, the KV cache, temperature and top-p, Llama-2 configurations with n_kv_heads"),
     ),
@@ -109,14 +110,16 @@ def slides_in(deck_html: str) -> int:
 
 
 def topics(notebook: NotebookNode) -> list[str]:
-    """The notebook's sections: its ``## `` headings as plain text, without their numbers, takeaways left out."""
+    """The notebook's sections: its ``## `` headings as plain text, without their numbers, takeaways left
+    out."""
     found = []
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("## "):
                     topic = re.sub(r"^\d+\s*[·.:)-]\s*", "", line[3:].strip())
-                    topic = re.sub(r"\$([^$]+)\$|`([^`]+)`", lambda m: m.group(1) or m.group(2), topic)  # no MathJax there
+                    topic = re.sub(r"\$([^$]+)\$|`([^`]+)`", lambda m: m.group(1) or m.group(2),
+                                   topic)  # no MathJax there
                     if topic and not re.match(r"(takeaways?|summary)\b", topic, re.IGNORECASE):
                         found.append(topic)
     return found
@@ -148,22 +151,25 @@ def write_index(out: Path, decks: list[tuple[str, str, int, list[str]]]) -> Path
         seeds = SEED_TOPICS.get(deck_id, ())
         if seeds:
             lines.append('<div class="seeds"><b>Seed material covered:</b><ul>')
-            lines += [f'<li><span class="seed">{seed} · {html.escape(SEEDS[seed])}</span>: {html.escape(what)}</li>'
-                      for seed, what in seeds]
+            lines += [
+                f'<li><span class="seed">{seed} · {html.escape(SEEDS[seed])}</span>: {html.escape(what)}</li>'
+                for seed, what in seeds
+            ]
             lines.append("</ul></div>")
         items.append("\n".join(lines) + "</li>")
     page = "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">', '<link rel="icon" href="data:,">',
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<link rel="icon" href="data:,">',
         "<title>Attention &amp; Transformers, built from scratch: lecture slides</title>",
         "<style>body{font-family:sans-serif;max-width:52em;margin:3em auto;line-height:1.5}"
         "ol>li{margin:1.2em 0}.meta{color:#666;font-size:.9em}.topics,.seeds{font-size:.92em;margin:.3em 0}"
-        ".seeds ul{margin:.2em 0}.seed{color:#444}</style>",
-        "</head>", "<body>", "<h1>Attention &amp; Transformers, built from scratch</h1>",
+        ".seeds ul{margin:.2em 0}.seed{color:#444}</style>", "</head>", "<body>",
+        "<h1>Attention &amp; Transformers, built from scratch</h1>",
         "<p>Lecture slides, one deck per notebook in course order. Press <kbd>S</kbd> in a deck "
         "for the speaker view (the notes hold the code moved off the slides and the prose of the "
         "derivations), <kbd>Esc</kbd> for an overview. The seed material is in <code>shared/seeds/</code>, "
-        "named by its number.</p>",
-        "<ol>", *items, "</ol>", "</body>", "</html>", ""])
+        "named by its number.</p>", "<ol>", *items, "</ol>", "</body>", "</html>", ""
+    ])
     return publish(out / "index.html", page)
 
 

@@ -109,7 +109,8 @@ class Piece:
 
 
 def _markdown(source: str, cell_id: str, kind: str = "-") -> NotebookNode:
-    cell = NotebookNode({"cell_type": "markdown", "id": cell_id, "metadata": NotebookNode(), "source": source})
+    cell = NotebookNode(
+        {"cell_type": "markdown", "id": cell_id, "metadata": NotebookNode(), "source": source})
     return set_slide_type(cell, kind)
 
 
@@ -135,10 +136,14 @@ def code_pieces(cell: NotebookNode) -> list[Piece]:
     pieces: list[Piece] = []
     notes = []
     if rule == "notes":
-        notes.append(_notes(f"Code of this slide ({len(lines)} lines):\n\n```python\n" + "\n".join(lines) + "\n```",
-                            f"{cell.get('id', 'cell')}-code"))
-        pieces.append(Piece(_markdown(f'<p class="{CODE_NOTE_CLASS}">{len(lines)} lines of code: in the notebook '
-                                      f'and the speaker notes</p>', f"{cell.get('id', 'cell')}-note"), 44, notes))
+        notes.append(
+            _notes(f"Code of this slide ({len(lines)} lines):\n\n```python\n" + "\n".join(lines) + "\n```",
+                   f"{cell.get('id', 'cell')}-code"))
+        pieces.append(
+            Piece(
+                _markdown(
+                    f'<p class="{CODE_NOTE_CLASS}">{len(lines)} lines of code: in the notebook '
+                    f'and the speaker notes</p>', f"{cell.get('id', 'cell')}-note"), 44, notes))
     parts = _fitting(split_code(lines) if rule == "split" else [lines] if rule == "show" else [])
     for number, part in enumerate(parts):
         last = number == len(parts) - 1
@@ -151,7 +156,8 @@ def code_pieces(cell: NotebookNode) -> list[Piece]:
             piece_cell.outputs = []  # the outputs follow as a piece of their own
             pieces.append(Piece(piece_cell, CELL_PAD / 2 + code_height(part)))
             break
-        pieces.append(Piece(piece_cell, CELL_PAD / 2 + code_height(part) + outputs_height(piece_cell.outputs)))
+        pieces.append(Piece(piece_cell,
+                            CELL_PAD / 2 + code_height(part) + outputs_height(piece_cell.outputs)))
     else:
         outputs_shown = any(piece.cell.cell_type == "code" and piece.cell.outputs for piece in pieces)
         if outputs_shown or not outputs:
@@ -223,7 +229,8 @@ def lay_out(notebook: NotebookNode) -> NotebookNode:
         kind = slide_type(cell)
         if kind == "skip":
             continue
-        if not groups or (kind in ("slide", "subslide") and any(slide_type(c) != "notes" for c in groups[-1])):
+        if not groups or (kind in ("slide", "subslide") and any(slide_type(c) != "notes"
+                                                                for c in groups[-1])):
             groups.append([])
         groups[-1].append(cell)
     cells = []
@@ -242,7 +249,8 @@ def _paginate(group: list[NotebookNode]) -> list[NotebookNode]:
         if slide_type(cell) == "notes":
             pages[-1].append(Piece(copy.deepcopy(cell), 0))
             continue
-        fragment = slide_type(cell) == "fragment"  # its first piece starts the fragment, the rest follow in it
+        fragment = slide_type(
+            cell) == "fragment"  # its first piece starts the fragment, the rest follow in it
         for number, piece in enumerate(pieces_of(cell)):
             shown = [p for p in pages[-1] if slide_type(p.cell) != "notes"]
             if shown and height + piece.height > BUDGET:

@@ -62,28 +62,33 @@ ASSETS = (
 # height slide_layout's model assumes) and the styles of its notes, an empty icon so that a browser
 # does not ask the server for /favicon.ico, and a flag set when reveal.js has laid out the print
 # pages (PRINT_READY waits for it).
-TEMPLATE = """{%- extends 'index.html.j2' -%}
+TEMPLATE = (
+    """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block html_head_css -%}
 <link rel="icon" href="data:,">
 <script>document.addEventListener("pdf-ready", () => { window.coursePrintLaidOut = true; });</script>
 <style type="text/css">
 .reveal section img { max-height: IMAGE_MAX_HEIGHTpx; max-width: 100%; width: auto; }
-.reveal .jp-InputArea-editor pre, .reveal .jp-OutputArea-output pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.reveal .jp-InputArea-editor pre, .reveal .jp-OutputArea-output pre {
+  white-space: pre-wrap; overflow-wrap: anywhere; }
 .reveal p.CONTINUED_CLASS { color: #777; font-style: italic; margin: 0 0 .4em; }
 .reveal p.CODE_NOTE_CLASS { color: #555; font-size: 16px; margin: .2em 0; }
 .reveal p.CODE_NOTE_CLASS::before { content: "\\2328\\00a0 "; }
 </style>
 {%- endblock html_head_css -%}
-""".replace("IMAGE_MAX_HEIGHT", str(IMAGE_MAX_HEIGHT)).replace("CONTINUED_CLASS", CONTINUED_CLASS).replace(
-    "CODE_NOTE_CLASS", CODE_NOTE_CLASS)
+""".replace("IMAGE_MAX_HEIGHT", str(IMAGE_MAX_HEIGHT))
+    .replace("CONTINUED_CLASS", CONTINUED_CLASS)
+    .replace("CODE_NOTE_CLASS", CODE_NOTE_CLASS)
+)
 
 
 # Loads of remote code, styles or fonts (links to papers in the prose are fine).
 REMOTE_ASSET = re.compile(
     r"""<script[^>]*\bsrc=["']?(?:https?:)?//|<link[^>]*\bhref=["']?(?:https?:)?//"""
     r"""|@import\s+url\(["']?(?:https?:)?//|\bimport\s[^;\n]*\bfrom\s*["'](?:https?:)?//""",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -92,8 +97,10 @@ def vendor_dir(root: Path) -> Path:
     vendor = Path(os.environ.get(VENDOR_ENV) or root / "build" / "vendor") / "node_modules"
     missing = [asset for asset in ASSETS if not (vendor / asset).exists()]
     if missing:
-        raise CourseError(f"slides need reveal.js, MathJax, require.js and jQuery in {vendor} "
-                          f"({missing[0]} is missing): {SETUP_HINT}")
+        raise CourseError(
+            f"slides need reveal.js, MathJax, require.js and jQuery in {vendor} "
+            f"({missing[0]} is missing): {SETUP_HINT}"
+        )
     return vendor
 
 
@@ -147,7 +154,9 @@ def render(notebook: NotebookNode, name: str) -> str:
     from traitlets.config import Config
 
     exporter = SlidesExporter(
-        config=Config({"TagRemovePreprocessor": {"enabled": True, "remove_input_tags": list(HIDE_INPUT_TAGS)}}),
+        config=Config(
+            {"TagRemovePreprocessor": {"enabled": True, "remove_input_tags": list(HIDE_INPUT_TAGS)}}
+        ),
         reveal_url_prefix="assets/reveal.js",
         reveal_theme="white",
         reveal_number="c/t",
@@ -171,8 +180,9 @@ def render(notebook: NotebookNode, name: str) -> str:
     return text
 
 
-def executed(root: Path, assignment: Assignment, profile: str, out: TextIO,
-             cell_timeout: float = 900) -> tuple[NotebookNode, list[str]]:
+def executed(
+    root: Path, assignment: Assignment, profile: str, out: TextIO, cell_timeout: float = 900
+) -> tuple[NotebookNode, list[str]]:
     """The solution executed in ``profile``, and what went wrong (the first line of each error a cell raised).
 
     ``course build`` and this step share ``build/executed/<id>/<id>.ipynb``; a copy is reused
@@ -223,7 +233,8 @@ PRINT_READY = """new Promise(done => {
     for (const sheet of document.styleSheets) {
       try {
         for (const rule of sheet.cssRules) {
-          if (rule instanceof CSSPageRule) unit = parseFloat(rule.style.getPropertyValue('size').split(' ')[1]) || unit;
+          if (rule instanceof CSSPageRule)
+            unit = parseFloat(rule.style.getPropertyValue('size').split(' ')[1]) || unit;
         }
       } catch (error) {}  // a style sheet the page may not read
     }
@@ -246,8 +257,16 @@ def print_pdf(deck: Path, pdf: Path, *, timeout: float = 180) -> int:
     return pdf_pages(data)
 
 
-def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, *, pdf: bool = False,
-           out: TextIO | None = None, cell_timeout: float = 900) -> bool:
+def slides(
+    root: Path,
+    selected: list[Assignment],
+    profile: str,
+    out_dir: Path,
+    *,
+    pdf: bool = False,
+    out: TextIO | None = None,
+    cell_timeout: float = 900,
+) -> bool:
     """Render a deck per assignment (PDFs too with ``pdf``) and the index; False if a cell raised."""
     out = out or sys.stdout
     vendor = vendor_dir(root)
@@ -281,7 +300,13 @@ def slides(root: Path, selected: list[Assignment], profile: str, out_dir: Path, 
         source = Assignment(deck.name.removesuffix(".slides.html"), root).source
         if source.is_file():
             notebook = read_notebook(source)
-            decks.append((source.stem, title(notebook, source.stem), slides_in(deck.read_text(encoding="utf-8")),
-                          topics(notebook)))
+            decks.append(
+                (
+                    source.stem,
+                    title(notebook, source.stem),
+                    slides_in(deck.read_text(encoding="utf-8")),
+                    topics(notebook),
+                )
+            )
     print(f"index -> {write_index(out_dir, decks)}", file=out)
     return ok

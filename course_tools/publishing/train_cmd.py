@@ -17,7 +17,8 @@ from course_lib.distributed import add_arguments, run
 
 def add_parser(steps: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``train`` among the ``course`` steps."""
-    parser = steps.add_parser("train", help="train a course model (rnn, attention-rnn, transformer): checkpoint + results")
+    parser = steps.add_parser(
+        "train", help="train a course model (rnn, attention-rnn, transformer): checkpoint + results")
     return add_arguments(parser)
 
 

@@ -60,7 +60,8 @@ def main() -> None:
             status = 1
             try:
                 os.close(release_write)
-                fd = os.open(os.path.join(logs, f"{number}.log"), os.O_WRONLY | os.O_CREAT, 0o600)  # kept as they drop
+                fd = os.open(os.path.join(logs, f"{number}.log"), os.O_WRONLY | os.O_CREAT,
+                             0o600)  # kept as they drop
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
                 if plan["together"]:

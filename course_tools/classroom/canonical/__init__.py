@@ -63,7 +63,8 @@ def _without_magics(code: str) -> str:
 
 
 def vocabulary(cells: list[str]) -> Vocabulary:
-    """The vocabulary of the release's code cells (stubs and given code); cells that do not parse give none."""
+    """The vocabulary of the release's code cells (stubs and given code); cells that do not parse give
+    none."""
     names, attributes, modules = set(), set(), []
     for code in cells:
         try:

@@ -22,11 +22,12 @@ MAX_DEPTH = 60
 # module paths spelled the way the course spells them
 SHORT_MODULES = {"torch.nn.functional": "F", "torch.nn": "nn", "numpy": "np"}
 MODULES = frozenset({"torch", "F", "np", "math"})  # ``M.f(x, ...)`` is ``x.f(...)`` for these
-BINARY_METHODS = {"logical_and": ast.BitAnd, "logical_or": ast.BitOr, "logical_xor": ast.BitXor,
-                  "matmul": ast.MatMult, "mm": ast.MatMult, "bmm": ast.MatMult, "dot": ast.MatMult,
-                  "__matmul__": ast.MatMult, "mul": ast.Mult, "multiply": ast.Mult, "add": ast.Add,
-                  "sub": ast.Sub, "subtract": ast.Sub, "div": ast.Div, "divide": ast.Div, "true_divide": ast.Div,
-                  "floor_divide": ast.FloorDiv, "pow": ast.Pow}
+BINARY_METHODS = {
+    "logical_and": ast.BitAnd, "logical_or": ast.BitOr, "logical_xor": ast.BitXor, "matmul": ast.MatMult,
+    "mm": ast.MatMult, "bmm": ast.MatMult, "dot": ast.MatMult, "__matmul__": ast.MatMult, "mul": ast.Mult,
+    "multiply": ast.Mult, "add": ast.Add, "sub": ast.Sub, "subtract": ast.Sub, "div": ast.Div,
+    "divide": ast.Div, "true_divide": ast.Div, "floor_divide": ast.FloorDiv, "pow": ast.Pow
+}
 COMPARE_METHODS = {"eq": ast.Eq, "ne": ast.NotEq, "lt": ast.Lt, "le": ast.LtE, "gt": ast.Gt, "ge": ast.GtE}
 UNARY_METHODS = {"neg": ast.USub, "negative": ast.USub, "logical_not": ast.Invert, "bitwise_not": ast.Invert}
 INFINITE = {"inf": "inf", "+inf": "inf", "infinity": "inf", "-inf": "-inf", "-infinity": "-inf", "nan": "nan"}
@@ -43,22 +44,24 @@ NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: a
 
 
 # builtins whose call, as a statement of its own, changes nothing the answer computes
-INERT_CALLS = frozenset({"abs", "all", "any", "bool", "callable", "chr", "dict", "dir", "divmod", "enumerate",
-                         "filter", "float", "format", "frozenset", "getattr", "hasattr", "hash", "hex", "id", "int",
-                         "isinstance", "issubclass", "len", "list", "map", "max", "min", "oct", "ord", "pow", "print",
-                         "range", "repr", "reversed", "round", "set", "sorted", "str", "sum", "tuple", "type", "vars",
-                         "zip"})
+INERT_CALLS = frozenset({
+    "abs", "all", "any", "bool", "callable", "chr", "dict", "dir", "divmod", "enumerate", "filter", "float",
+    "format", "frozenset", "getattr", "hasattr", "hash", "hex", "id", "int", "isinstance", "issubclass",
+    "len", "list", "map", "max", "min", "oct", "ord", "pow", "print", "range", "repr", "reversed", "round",
+    "set", "sorted", "str", "sum", "tuple", "type", "vars", "zip"
+})
 
 
 # methods of a tensor (or of torch, F, math and numpy, which the spelling stage makes methods) that
 # compute a new value and change nothing: called as a statement of their own, they are dead code
-PURE_METHODS = frozenset({"abs", "all", "amax", "amin", "any", "arange", "argmax", "argmin", "bool", "clamp", "clone",
-                          "contiguous", "cos", "cpu", "cumsum", "detach", "dim", "double", "exp", "expand", "flatten",
-                          "float", "full", "gather", "half", "int", "item", "log", "log_softmax", "long", "masked_fill",
-                          "max", "mean", "min", "norm", "numel", "numpy", "ones", "ones_like", "permute", "prod",
-                          "relu", "repeat", "repeat_interleave", "reshape", "rsqrt", "sigmoid", "sin", "size",
-                          "softmax", "sqrt", "squeeze", "std", "sum", "tanh", "tolist", "transpose", "tril", "triu",
-                          "unsqueeze", "var", "zeros", "zeros_like"})
+PURE_METHODS = frozenset({
+    "abs", "all", "amax", "amin", "any", "arange", "argmax", "argmin", "bool", "clamp", "clone", "contiguous",
+    "cos", "cpu", "cumsum", "detach", "dim", "double", "exp", "expand", "flatten", "float", "full", "gather",
+    "half", "int", "item", "log", "log_softmax", "long", "masked_fill", "max", "mean", "min", "norm", "numel",
+    "numpy", "ones", "ones_like", "permute", "prod", "relu", "repeat", "repeat_interleave", "reshape",
+    "rsqrt", "sigmoid", "sin", "size", "softmax", "sqrt", "squeeze", "std", "sum", "tanh", "tolist",
+    "transpose", "tril", "triu", "unsqueeze", "var", "zeros", "zeros_like"
+})
 TERMINAL = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

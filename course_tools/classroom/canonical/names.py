@@ -180,7 +180,11 @@ class _Renamer:
             self.block(node.body, scopes, bound_at(node.body))
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             self.node(node.generators[0].iter, scopes, class_names)
-            scope = {n.id: self.fresh() for g in node.generators for n in walk(g.target) if isinstance(n, ast.Name)}
+            scope = {
+                n.id: self.fresh()
+                for g in node.generators
+                for n in walk(g.target) if isinstance(n, ast.Name)
+            }
             self.local |= set(scope.values())
             inner = [*scopes, scope]
             for i, generator in enumerate(node.generators):
@@ -197,7 +201,9 @@ class _Renamer:
             node.attr = self.attributes.get(node.attr, node.attr)
             self.node(node.value, scopes, class_names)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            node.names = [self.resolve(n, scopes if isinstance(node, ast.Nonlocal) else [], None) for n in node.names]
+            node.names = [
+                self.resolve(n, scopes if isinstance(node, ast.Nonlocal) else [], None) for n in node.names
+            ]
         elif isinstance(node, ast.ExceptHandler):
             if node.name:
                 node.name = self.resolve(node.name, scopes, class_names)

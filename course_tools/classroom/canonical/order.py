@@ -59,10 +59,13 @@ def written_path(target: ast.expr) -> str:
 
 
 def effects_of(node: ast.AST) -> Effects:
-    if isinstance(node, (*FUNCTIONS, ast.ClassDef)):  # its body runs later: only what the definition evaluates
+    if isinstance(node,
+                  (*FUNCTIONS, ast.ClassDef)):  # its body runs later: only what the definition evaluates
         evaluated = [*node.decorator_list]
         if isinstance(node, ast.ClassDef):
-            evaluated += [*node.bases, *node.keywords, *(s for s in node.body if not isinstance(s, (*FUNCTIONS,)))]
+            evaluated += [
+                *node.bases, *node.keywords, *(s for s in node.body if not isinstance(s, (*FUNCTIONS, )))
+            ]
         else:
             evaluated += [*node.args.defaults, *filter(None, node.args.kw_defaults)]
         return Effects(set().union(*(read_paths(e, set()) for e in evaluated)), {node.name})
@@ -75,7 +78,9 @@ def effects_of(node: ast.AST) -> Effects:
             writes.add(inner.name)
         elif isinstance(inner, ast.Expr):  # a call made for its effect: on its receiver, and on the world
             function = inner.value.func if isinstance(inner.value, ast.Call) else None
-            writes |= {WORLD, *([written_path(function.value)] if isinstance(function, ast.Attribute) else [])}
+            writes |= {
+                WORLD, *([written_path(function.value)] if isinstance(function, ast.Attribute) else [])
+            }
             reads.add(WORLD)
         elif isinstance(inner, (ast.Assert, ast.With, ast.AsyncWith, ast.Try, ast.Delete)):
             writes.add(WORLD)

@@ -60,14 +60,18 @@ def _simplified(block: list[ast.stmt]) -> list[ast.stmt]:
                 and isinstance(statement.targets[0], ast.Name) and isinstance(statement.value, ast.Name) \
                 and statement.targets[0].id == statement.value.id:
             continue  # x = x
-        if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Constant) and statement.test.value:
+        if isinstance(statement, ast.Assert) and isinstance(statement.test,
+                                                            ast.Constant) and statement.test.value:
             continue
         if isinstance(statement, ast.For) and source_of(statement.iter) in ("[]", "()", "range(0)"):
             todo += reversed(statement.orelse)
             continue
         if _wrapper(statement):  # try: B except: raise; for _ in range(1): B; while True: B; break
-            body = [s for s in statement.body if not isinstance(s, ast.Break)] if isinstance(statement, ast.While) \
+            body = (
+                [s for s in statement.body if not isinstance(s, ast.Break)]
+                if isinstance(statement, ast.While)
                 else statement.body
+            )
             todo += reversed(body)
             continue
         if isinstance(statement, (ast.If, ast.While)) and isinstance(statement.test, ast.Constant):
@@ -78,15 +82,25 @@ def _simplified(block: list[ast.stmt]) -> list[ast.stmt]:
             if statement.orelse and ends(statement.body):
                 todo += reversed(statement.orelse)
                 statement.orelse = []
-            elif statement.orelse and isinstance(statement.test, ast.UnaryOp) and isinstance(statement.test.op, ast.Not):
+            elif (
+                statement.orelse
+                and isinstance(statement.test, ast.UnaryOp)
+                and isinstance(statement.test.op, ast.Not)
+            ):
                 statement.test = statement.test.operand
                 statement.body, statement.orelse = statement.orelse, statement.body
-            elif [type(s) for s in statement.body] == [ast.Pass] and not statement.orelse and inert(statement.test):
+            elif (
+                [type(s) for s in statement.body] == [ast.Pass]
+                and not statement.orelse
+                and inert(statement.test)
+            ):
                 continue
         if isinstance(statement, ast.Return) and isinstance(statement.value, ast.IfExp):
             choice = statement.value
             todo.append(located(ast.Return(choice.orelse), statement))
-            todo.append(located(ast.If(choice.test, [located(ast.Return(choice.body), statement)], []), statement))
+            todo.append(
+                located(ast.If(choice.test, [located(ast.Return(choice.body), statement)], []), statement)
+            )
             continue
         kept.append(statement)
         if isinstance(statement, TERMINAL):
@@ -99,18 +113,32 @@ def _wrapper(statement: ast.stmt) -> bool:
     (and nothing else), ``for`` over ``range(1)`` not reading its variable, ``while True`` ending in
     its only ``break`` (or in a ``return`` or ``raise``, with none)."""
     if isinstance(statement, ast.Try):
-        return not statement.orelse and not statement.finalbody and all(
-            len(h.body) == 1 and isinstance(h.body[0], ast.Raise) and h.body[0].exc is None for h in statement.handlers)
+        return (
+            not statement.orelse
+            and not statement.finalbody
+            and all(
+                len(h.body) == 1 and isinstance(h.body[0], ast.Raise) and h.body[0].exc is None
+                for h in statement.handlers
+            )
+        )
     inside = ast.Module(statement.body, []) if isinstance(statement, (ast.For, ast.While)) else None
     if isinstance(statement, ast.For):
-        return not statement.orelse and source_of(statement.iter) == "range(1)" \
+        return (
+            not statement.orelse
+            and source_of(statement.iter) == "range(1)"
             and not stored(statement.target) & names_in(inside)
+        )
     if isinstance(statement, ast.While):
         loops = (ast.For, ast.AsyncFor, ast.While)
         jumps = [n for n in walk_until(inside, (*SCOPES, *loops)) if isinstance(n, (ast.Break, ast.Continue))]
         last = statement.body[-1]
-        return not statement.orelse and isinstance(statement.test, ast.Constant) and bool(statement.test.value) \
-            and len(jumps) == isinstance(last, ast.Break) and isinstance(last, (ast.Break, ast.Return, ast.Raise))
+        return (
+            not statement.orelse
+            and isinstance(statement.test, ast.Constant)
+            and bool(statement.test.value)
+            and len(jumps) == isinstance(last, ast.Break)
+            and isinstance(last, (ast.Break, ast.Return, ast.Raise))
+        )
     return False
 
 
@@ -126,29 +154,53 @@ def _split(block: list[ast.stmt]) -> list[ast.stmt]:
     new = []
     for statement in block:
         if isinstance(statement, ast.AugAssign):
-            statement = located(ast.Assign([statement.target], ast.BinOp(as_load(statement.target), statement.op,
-                                                                          statement.value)), statement)
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0], (ast.Tuple, ast.List)) \
-                and isinstance(statement.value, (ast.Tuple, ast.List)):
+            statement = located(
+                ast.Assign(
+                    [statement.target], ast.BinOp(as_load(statement.target), statement.op, statement.value)
+                ),
+                statement,
+            )
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], (ast.Tuple, ast.List))
+            and isinstance(statement.value, (ast.Tuple, ast.List))
+        ):
             targets, values = statement.targets[0].elts, statement.value.elts
             starred = any(isinstance(e, ast.Starred) for e in (*targets, *values))
             written = [Effects(set(), {written_path(t)}) for t in targets]
-            later = [Effects(set().union(*(read_paths(v, set()) for v in values[i + 1:])), set())
-                     for i in range(len(values))]
-            if not starred and len(targets) == len(values) and len({source_of(t) for t in targets}) == len(targets) \
-                    and not any(meet(w.writes, w.write_prefixes, r.reads, r.read_prefixes)
-                                for w, r in zip(written, later)):
+            later = [
+                Effects(set().union(*(read_paths(v, set()) for v in values[i + 1 :])), set())
+                for i in range(len(values))
+            ]
+            if (
+                not starred
+                and len(targets) == len(values)
+                and len({source_of(t) for t in targets}) == len(targets)
+                and not any(
+                    meet(w.writes, w.write_prefixes, r.reads, r.read_prefixes) for w, r in zip(written, later)
+                )
+            ):
                 new += [located(ast.Assign([t], v), statement) for t, v in zip(targets, values)]
                 continue
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0], (ast.Tuple, ast.List)) and inert(statement.value) \
-                and isinstance(statement.value, (ast.Name, ast.Attribute, ast.Subscript)) \
-                and not any(isinstance(e, ast.Starred) for e in statement.targets[0].elts) \
-                and not stored(statement.targets[0]) & names_in(statement.value):  # B, T, C = x.shape
-            new += [located(ast.Assign([t], ast.Subscript(copy.deepcopy(statement.value), ast.Constant(i),
-                                                           ast.Load())), statement)
-                    for i, t in enumerate(statement.targets[0].elts)]
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], (ast.Tuple, ast.List))
+            and inert(statement.value)
+            and isinstance(statement.value, (ast.Name, ast.Attribute, ast.Subscript))
+            and not any(isinstance(e, ast.Starred) for e in statement.targets[0].elts)
+            and not stored(statement.targets[0]) & names_in(statement.value)
+        ):  # B, T, C = x.shape
+            new += [
+                located(
+                    ast.Assign(
+                        [t], ast.Subscript(copy.deepcopy(statement.value), ast.Constant(i), ast.Load())
+                    ),
+                    statement,
+                )
+                for i, t in enumerate(statement.targets[0].elts)
+            ]
             continue
         new.append(statement)
     return new
@@ -182,8 +234,12 @@ class _Spelling(ast.NodeTransformer):
         self.generic_visit(node)
         function = node.func
         if isinstance(function, ast.Name):
-            if function.id in ("list", "set") and len(node.args) == 1 and not node.keywords \
-                    and isinstance(node.args[0], ast.GeneratorExp):
+            if (
+                function.id in ("list", "set")
+                and len(node.args) == 1
+                and not node.keywords
+                and isinstance(node.args[0], ast.GeneratorExp)
+            ):
                 made = ast.ListComp if function.id == "list" else ast.SetComp
                 return ast.copy_location(made(node.args[0].elt, node.args[0].generators), node)
             if function.id == "abs" and len(node.args) == 1 and not node.keywords:
@@ -191,25 +247,43 @@ class _Spelling(ast.NodeTransformer):
             if function.id == "len" and len(node.args) == 1 and not node.keywords:  # len(x) is x.shape[0]
                 shape = ast.Attribute(node.args[0], "shape", ast.Load())
                 return ast.copy_location(ast.Subscript(shape, ast.Constant(0), ast.Load()), node)
-            if function.id == "float" and len(node.args) == 1 and isinstance(node.args[0], ast.Constant) \
-                    and str(node.args[0].value).strip().lower() in INFINITE:
+            if (
+                function.id == "float"
+                and len(node.args) == 1
+                and isinstance(node.args[0], ast.Constant)
+                and str(node.args[0].value).strip().lower() in INFINITE
+            ):
                 spelled = INFINITE[str(node.args[0].value).strip().lower()]
                 value = dotted(f"math.{spelled.lstrip('-')}")
-                return ast.copy_location(ast.UnaryOp(ast.USub(), value) if spelled.startswith("-") else value, node)
+                return ast.copy_location(
+                    ast.UnaryOp(ast.USub(), value) if spelled.startswith("-") else value, node
+                )
             if function.id == "range" and len(node.args) == 3 and constant(node.args[2], 1):
                 node.args = node.args[:2]
             if function.id == "range" and len(node.args) == 2 and constant(node.args[0], 0):
                 node.args = node.args[1:]
-        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) \
-                and function.value.id in MODULES and node.args and not isinstance(node.args[0], ast.Starred):
+        if (
+            isinstance(function, ast.Attribute)
+            and isinstance(function.value, ast.Name)
+            and function.value.id in MODULES
+            and node.args
+            and not isinstance(node.args[0], ast.Starred)
+        ):
             node = ast.copy_location(_call(node.args[0], function.attr, node.args[1:], node.keywords), node)
             function = node.func
         positional = [k.value for k in node.keywords if k.arg in ("dim", "axis")]
-        node.args = [ast.Tuple(a.elts, ast.Load()) if isinstance(a, ast.List) else
-                     ast.GeneratorExp(a.elt, a.generators) if isinstance(a, ast.ListComp) else a
-                     for a in [*node.args, *positional]]
-        node.keywords = sorted((k for k in node.keywords if k.arg not in ("dim", "axis")),
-                               key=lambda k: (k.arg is None, k.arg or ""))
+        node.args = [
+            ast.Tuple(a.elts, ast.Load())
+            if isinstance(a, ast.List)
+            else ast.GeneratorExp(a.elt, a.generators)
+            if isinstance(a, ast.ListComp)
+            else a
+            for a in [*node.args, *positional]
+        ]
+        node.keywords = sorted(
+            (k for k in node.keywords if k.arg not in ("dim", "axis")),
+            key=lambda k: (k.arg is None, k.arg or ""),
+        )
         if not isinstance(function, ast.Attribute):
             return node
         function.attr = SYNONYMS.get(function.attr, function.attr)
@@ -223,8 +297,13 @@ class _Spelling(ast.NodeTransformer):
             return ast.copy_location(ast.UnaryOp(UNARY_METHODS[method](), receiver), node)
         elif method in COMPARE_METHODS and len(args) == 1 and not node.keywords and not statement:
             return ast.copy_location(ast.Compare(receiver, [COMPARE_METHODS[method]()], args), node)
-        elif method in BINARY_METHODS and len(args) == 1 and not node.keywords and not statement \
-                and not isinstance(args[0], ast.Starred):
+        elif (
+            method in BINARY_METHODS
+            and len(args) == 1
+            and not node.keywords
+            and not statement
+            and not isinstance(args[0], ast.Starred)
+        ):
             return ast.copy_location(ast.BinOp(receiver, BINARY_METHODS[method](), args[0]), node)
         return node
 
@@ -238,7 +317,13 @@ class _Spelling(ast.NodeTransformer):
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
-        identity = {ast.Add: (0, 0), ast.Sub: (None, 0), ast.Mult: (1, 1), ast.Div: (None, 1), ast.Pow: (None, 1)}
+        identity = {
+            ast.Add: (0, 0),
+            ast.Sub: (None, 0),
+            ast.Mult: (1, 1),
+            ast.Div: (None, 1),
+            ast.Pow: (None, 1),
+        }
         if type(node.op) in identity:  # x + 0, 1 * x, x / 1, x ** 1
             left, right = identity[type(node.op)]
             if right is not None and constant(node.right, right):
@@ -246,10 +331,17 @@ class _Spelling(ast.NodeTransformer):
             if left is not None and constant(node.left, left):
                 return node.right
         if isinstance(node.op, ast.Pow) and constant(node.right, 0.5, -0.5):
-            return ast.copy_location(_call(node.left, "sqrt" if node.right.value > 0 else "rsqrt", [], []), node)
-        if isinstance(node.op, ast.Div) and constant(node.left, 1) and isinstance(node.right, ast.Call) \
-                and isinstance(node.right.func, ast.Attribute) and node.right.func.attr == "sqrt" \
-                and not node.right.args:
+            return ast.copy_location(
+                _call(node.left, "sqrt" if node.right.value > 0 else "rsqrt", [], []), node
+            )
+        if (
+            isinstance(node.op, ast.Div)
+            and constant(node.left, 1)
+            and isinstance(node.right, ast.Call)
+            and isinstance(node.right.func, ast.Attribute)
+            and node.right.func.attr == "sqrt"
+            and not node.right.args
+        ):
             node.right.func.attr = "rsqrt"
             return node.right
         return node
@@ -257,16 +349,23 @@ class _Spelling(ast.NodeTransformer):
     def visit_Compare(self, node):
         self.generic_visit(node)
         sides = [node.left, *node.comparators]
-        if all(isinstance(side, ast.Constant) and type(side.value) in (int, float, str, bool) for side in sides) \
-                and len(node.ops) == 1 and type(node.ops[0]) in COMPARISONS:
+        if (
+            all(
+                isinstance(side, ast.Constant) and type(side.value) in (int, float, str, bool)
+                for side in sides
+            )
+            and len(node.ops) == 1
+            and type(node.ops[0]) in COMPARISONS
+        ):
             try:
                 folded = COMPARISONS[type(node.ops[0])](node.left.value, node.comparators[0].value)
             except TypeError:  # 1 < "a"
                 return node
             return ast.copy_location(ast.Constant(folded), node)
         if len(node.ops) == 1 and type(node.ops[0]) in MIRRORED:
-            return ast.copy_location(ast.Compare(node.comparators[0], [MIRRORED[type(node.ops[0])]()], [node.left]),
-                                     node)
+            return ast.copy_location(
+                ast.Compare(node.comparators[0], [MIRRORED[type(node.ops[0])]()], [node.left]), node
+            )
         return node
 
     def visit_BoolOp(self, node):
@@ -281,8 +380,12 @@ class _Spelling(ast.NodeTransformer):
         operand = node.operand
         if isinstance(node.op, ast.Not) and isinstance(operand, ast.Constant):
             return ast.copy_location(ast.Constant(not operand.value), node)
-        if isinstance(node.op, ast.Not) and isinstance(operand, ast.Compare) and len(operand.ops) == 1 \
-                and type(operand.ops[0]) in NEGATED:
+        if (
+            isinstance(node.op, ast.Not)
+            and isinstance(operand, ast.Compare)
+            and len(operand.ops) == 1
+            and type(operand.ops[0]) in NEGATED
+        ):
             operand.ops = [NEGATED[type(operand.ops[0])]()]
             return operand
         return node
@@ -319,7 +422,10 @@ class _SortedOperands(ast.NodeTransformer):
 
     def visit_Compare(self, node):
         self.generic_visit(node)
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)) \
-                and source_of(node.comparators[0]) < source_of(node.left):
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (ast.Eq, ast.NotEq))
+            and source_of(node.comparators[0]) < source_of(node.left)
+        ):
             node.left, node.comparators = node.comparators[0], [node.left]
         return node

@@ -15,7 +15,8 @@ from .tree import lines_of, source_of
 def lexed(code: str) -> list[tuple[str, int]]:
     """(token, line) of Python code; past a point where Python's tokenizer gives up, a plain lexer's."""
     found: list[tuple[str, int]] = []
-    skipped = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER)
+    skipped = (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+               tokenize.ENDMARKER)
     try:
         for token in tokenize.generate_tokens(io.StringIO(code).readline):
             if token.type not in skipped:

@@ -7,7 +7,16 @@ import ast
 import copy
 import re
 
-from .model import BLOCK_FIELDS, FUNCTIONS, INERT_CALLS, MAX_DEPTH, PLACEHOLDER, PURE_METHODS, SCOPES, TERMINAL
+from .model import (
+    BLOCK_FIELDS,
+    FUNCTIONS,
+    INERT_CALLS,
+    MAX_DEPTH,
+    PLACEHOLDER,
+    PURE_METHODS,
+    SCOPES,
+    TERMINAL,
+)
 
 
 def bound_at(body: list[ast.stmt]) -> set[str]:
@@ -20,7 +29,11 @@ def bound_at(body: list[ast.stmt]) -> set[str]:
         for node in walk_scope(statement):
             if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
                 bound.add(node.id)
-            elif isinstance(node, (*FUNCTIONS, ast.ClassDef)) or isinstance(node, ast.ExceptHandler) and node.name:
+            elif (
+                isinstance(node, (*FUNCTIONS, ast.ClassDef))
+                or isinstance(node, ast.ExceptHandler)
+                and node.name
+            ):
                 bound.add(node.name)
     return bound
 
@@ -110,8 +123,12 @@ def inert(expression: ast.expr) -> bool:
             return False
         if isinstance(node, ast.Call):
             function = node.func
-            if not (isinstance(function, ast.Name) and function.id in INERT_CALLS
-                    or isinstance(function, ast.Attribute) and function.attr in PURE_METHODS):
+            if not (
+                isinstance(function, ast.Name)
+                and function.id in INERT_CALLS
+                or isinstance(function, ast.Attribute)
+                and function.attr in PURE_METHODS
+            ):
                 return False
     return True
 

@@ -37,7 +37,9 @@ def plain(value: Any, depth: int = 0) -> Any:
         array = np.asarray(value)
         if array.dtype == object:
             return {"object": "numpy.ndarray[object]"}
-        return {"tensor": torch.from_numpy(array.astype(np.float64 if array.dtype.kind in "fcu" else array.dtype))}
+        return {
+            "tensor": torch.from_numpy(array.astype(np.float64 if array.dtype.kind in "fcu" else array.dtype))
+        }
     if isinstance(value, (bool, int, float, str)):  # subclasses (IntEnum, a float with a lying __eq__ ...)
         return {"object": type(value).__qualname__, "value": plain(type(value).__mro__[-2](value))}
     if depth > 8:
@@ -49,7 +51,8 @@ def plain(value: Any, depth: int = 0) -> Any:
             key = repr(sorted((k, v) for k, v in group.items() if k in OPTIMIZER_SETTINGS))
             settings[key] = dict(sorted((k, v) for k, v in group.items() if k in OPTIMIZER_SETTINGS))
             shapes.setdefault(key, []).extend(list(p.shape) for p in group["params"])
-        groups = [{**settings[key], "parameter shapes": sorted(shapes[key])} for key in sorted(shapes) if shapes[key]]
+        groups = [{**settings[key], "parameter shapes": sorted(shapes[key])} for key in sorted(shapes)
+                  if shapes[key]]
         return {"object": type(value).__qualname__, "attrs": {"groups": plain(groups, depth + 1)}}
     if isinstance(value, nn.Module):
         return {"module": type(value).__qualname__, "attrs": _attrs(value, depth),
@@ -78,11 +81,14 @@ def mutable(value: Any, depth: int = 0) -> Any:
     module's train/eval mode and everything else are the answer's own business, so they are left out."""
     if isinstance(value, torch.Tensor):
         return {"tensor": value.detach().cpu().clone()}
-    if depth < 4 and (isinstance(value, nn.Module) or hasattr(value, "__dict__")) and not isinstance(value, type):
+    if depth < 4 and (isinstance(value, nn.Module) or
+                      hasattr(value, "__dict__")) and not isinstance(value, type):
         counts = {k: v for k, v in vars(value).items() if not k.startswith("_") and k != "training"
                   and type(v) in (int, float, bool)}
         if isinstance(value, nn.Module):  # a training step changes the parameters it is given
-            counts.update({f"parameter {k}": {"tensor": p.detach().cpu().clone()} for k, p in value.named_parameters()})
+            counts.update(
+                {f"parameter {k}": {"tensor": p.detach().cpu().clone()}
+                 for k, p in value.named_parameters()})
         else:
             counts.update({k: None if v is None else {"tensor": v.detach().cpu().clone()}
                            for k, v in vars(value).items()
@@ -91,7 +97,10 @@ def mutable(value: Any, depth: int = 0) -> Any:
     if depth < 4 and isinstance(value, (list, tuple)):
         return {"seq": [mutable(v, depth + 1) for v in list(value)[:MAX_ITEMS]], "len": len(value)}
     if depth < 4 and isinstance(value, dict):
-        return {"map": [[repr(k), mutable(v, depth + 1)] for k, v in sorted(value.items(), key=lambda i: repr(i[0]))]}
+        return {
+            "map": [[repr(k), mutable(v, depth + 1)]
+                    for k, v in sorted(value.items(), key=lambda i: repr(i[0]))]
+        }
     return None
 
 
@@ -99,7 +108,8 @@ def _attrs(obj: Any, depth: int) -> dict:
     """Public attributes holding numbers, strings or tensors (a config's fields, a counter ...)."""
     kept = {}
     for name, value in sorted(vars(obj).items()):
-        if not name.startswith("_") and (type(value) in (bool, int, float, str) or isinstance(value, torch.Tensor)):
+        if not name.startswith("_") and (type(value) in (bool, int, float, str) or
+                                         isinstance(value, torch.Tensor)):
             kept[name] = plain(value, depth + 1)
     return kept
 

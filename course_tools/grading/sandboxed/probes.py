@@ -16,7 +16,8 @@ process it cannot touch. Generically over the test cells as the instructor wrote
   calls on the student's definitions, each call's input handed over by the grader when its check
   starts (:class:`.runs.ProbeServer`), with everything its exercise forbids blocked
   (:func:`.replay.guard`), results (and gradients, where the cell checks them) saved in plain form;
-- **compare** (the trusted grader, outside: :func:`course_tools.grading.compare.compare`): plain results are read with
+- **compare** (the trusted grader, outside: :func:`course_tools.grading.compare.compare`): plain results are
+read with
   ``torch.load(weights_only=True)``, which cannot run code, and compared with the recorded ones.
 """
 from __future__ import annotations
@@ -38,7 +39,8 @@ from torch import nn
 from .plain import DEFAULT_TOLERANCE, describe_error, mutable, plain
 
 INITIAL = "initial"  # a test's checks of a module's parameters as built: (INITIAL, name) in a probe's checks
-SELF_AFTER = "self_after"  # a method's module parameters after the call (named as the solution's), when it sets them
+# a method's module parameters after the call (named as the solution's), when it sets them
+SELF_AFTER = "self_after"
 PERTURBED_SEED = 987_654_321  # replayed a second time from this state, a call that uses randomness shows it
 SAMPLE_SEEDS = tuple(range(1_000, 1_008))  # the random states a random answer is replayed from
 
@@ -101,15 +103,17 @@ class Recorder:
         @contextlib.contextmanager
         def recorded_bind(namespace: dict, **objects: Any) -> Iterator[None]:
             saved = dict(self.bound)
-            self.bound.update({name: dotted for name, obj in objects.items() if (dotted := reference_name(obj))})
+            self.bound.update(
+                {name: dotted
+                 for name, obj in objects.items() if (dotted := reference_name(obj))})
             try:
                 with bind(namespace, **objects):
                     yield
             finally:
                 self.bound = saved
 
-        def recorded_check_close(exercise: str, got: Any, expected: Any, *, atol: float = 1e-5, rtol: float = 1e-5,
-                                 **kwargs: Any) -> None:
+        def recorded_check_close(exercise: str, got: Any, expected: Any, *, atol: float = 1e-5,
+                                 rtol: float = 1e-5, **kwargs: Any) -> None:
             """A check of a probe's result itself (or of one item of it) is kept as it is: the value it
             expected, at its tolerance. Any other check (of a slice, a sum ...) tightens the tolerance
             of the comparison with the solution's result."""
@@ -132,7 +136,8 @@ class Recorder:
             self.checked = True
             return check_close(exercise, got, expected, atol=atol, rtol=rtol, **kwargs)
 
-        grading.forbid, grading.bind, grading.check_close = recorded_forbid, recorded_bind, recorded_check_close
+        grading.forbid, grading.bind = recorded_forbid, recorded_bind
+        grading.check_close = recorded_check_close
         for owner, name in ((torch.autograd, "grad"), (torch.Tensor, "backward")):
             setattr(owner, name, self._noting_gradients(getattr(owner, name)))
 
@@ -142,6 +147,7 @@ class Recorder:
             if self.cell is not None:
                 self.gradient_cells.add(self.cell)
             return function(*args, **kwargs)
+
         return noted
 
     def wrap(self, namespace: dict, names: list[str]) -> None:
@@ -156,15 +162,20 @@ class Recorder:
         @functools.wraps(function)
         def recorded(*args: Any, **kwargs: Any) -> Any:
             return self._call(target, kind, method, function, args, kwargs)
+
         return recorded
 
     def _wrap_class(self, name: str, cls: type) -> None:
         for attribute, function in list(vars(cls).items()):
-            if isinstance(function, types.FunctionType) and (attribute == "__init__" or not attribute.startswith("__")):
+            if isinstance(function, types.FunctionType) and (
+                attribute == "__init__" or not attribute.startswith("__")
+            ):
                 kind = "new" if attribute == "__init__" else "method"
                 setattr(cls, attribute, self._wrapped(name, kind, attribute, function))
 
-    def _call(self, target: str, kind: str, method: str | None, function: Any, args: tuple, kwargs: dict) -> Any:
+    def _call(
+        self, target: str, kind: str, method: str | None, function: Any, args: tuple, kwargs: dict
+    ) -> Any:
         instance = self.instances.get(id(args[0])) if kind == "method" else None
         if self.depth or self.cell is None or (kind != "call" and type(args[0]).__name__ != target):
             self.depth += 1
@@ -173,16 +184,34 @@ class Recorder:
             finally:
                 self.depth -= 1
         index = len(self.calls)
-        meta = {"cell": self.cell, "segment": self.segment, "target": target, "kind": kind, "method": method,
-                "instance": instance, "forbid": list(self.forbidden), "binds": dict(self.bound),
-                "tolerance": None, "gradients": False, "unreplayable": None}
+        meta = {
+            "cell": self.cell,
+            "segment": self.segment,
+            "target": target,
+            "kind": kind,
+            "method": method,
+            "instance": instance,
+            "forbid": list(self.forbidden),
+            "binds": dict(self.bound),
+            "tolerance": None,
+            "gradients": False,
+            "unreplayable": None,
+        }
         if kind == "method" and instance is None:
             meta["unreplayable"] = "the object was not built by the test cell"
         own = args[1:] if kind != "call" else args
         try:
-            blob = pickle.dumps({"args": own, "kwargs": kwargs, "rng": rng_state(), "grad": torch.is_grad_enabled(),
-                                 "state": module_state(args[0]) if kind == "method" else None,
-                                 "stale_grads": stale_gradients(own)}, protocol=4)
+            blob = pickle.dumps(
+                {
+                    "args": own,
+                    "kwargs": kwargs,
+                    "rng": rng_state(),
+                    "grad": torch.is_grad_enabled(),
+                    "state": module_state(args[0]) if kind == "method" else None,
+                    "stale_grads": stale_gradients(own),
+                },
+                protocol=4,
+            )
         except Exception as error:  # lambdas, generators, tensors in a graph ...
             blob, meta["unreplayable"] = None, f"its arguments cannot be saved ({type(error).__name__})"
         if self.checked:
@@ -191,8 +220,11 @@ class Recorder:
         self.calls.append(meta)
         self.blobs.append(blob)
         self.results.append({})
-        before = {k: p.detach().clone() for k, p in args[0].named_parameters()} \
-            if kind == "method" and isinstance(args[0], nn.Module) else {}
+        before = (
+            {k: p.detach().clone() for k, p in args[0].named_parameters()}
+            if kind == "method" and isinstance(args[0], nn.Module)
+            else {}
+        )
         self.depth += 1
         try:
             result = function(*args, **kwargs)
@@ -204,11 +236,16 @@ class Recorder:
         if kind == "new":
             self.instances[id(args[0])] = index
             weakref.finalize(args[0], self.instances.pop, id(args[0]), None)
-        self.results[index] = {"return": plain(args[0] if kind == "new" else result),
-                               "args_after": mutable([list(own), kwargs])}
+        self.results[index] = {
+            "return": plain(args[0] if kind == "new" else result),
+            "args_after": mutable([list(own), kwargs]),
+        }
         after = dict(args[0].named_parameters()) if before else {}
         if any(k not in after or not torch.equal(v, after[k].detach()) for k, v in before.items()):
-            meta[SELF_AFTER] = True  # a method that sets the module's weights (load_from_torch): they are compared
+            meta[
+                # a method that sets the module's weights (load_from_torch): they are compared
+                SELF_AFTER
+            ] = True
             self.results[index][SELF_AFTER] = plain(after)
         self.live[index] = args[0] if kind == "new" else result
         return result
@@ -248,8 +285,11 @@ def path_to(container: Any, target: Any, depth: int = 0) -> tuple | None:
 def stale_gradients(args: tuple) -> dict[int, dict[str, torch.Tensor]]:
     """The ``.grad`` of the parameters of each module among ``args`` (pickling a module drops them,
     and a training step must zero what an earlier step left)."""
-    return {i: {name: p.grad.detach().clone() for name, p in arg.named_parameters() if p.grad is not None}
-            for i, arg in enumerate(args) if isinstance(arg, nn.Module)}
+    return {
+        i: {name: p.grad.detach().clone() for name, p in arg.named_parameters() if p.grad is not None}
+        for i, arg in enumerate(args)
+        if isinstance(arg, nn.Module)
+    }
 
 
 def restore_gradients(args: tuple, grads: dict[int, dict[str, torch.Tensor]]) -> None:
@@ -269,7 +309,9 @@ def named_tensor(module: nn.Module, target: Any) -> str | None:
 
 def initial_values(module: Any, names: list[str]) -> dict[str, Any]:
     """The named parameters and buffers of a module just built, in plain form (None where missing)."""
-    found = dict((*module.named_buffers(), *module.named_parameters())) if isinstance(module, nn.Module) else {}
+    found = (
+        dict((*module.named_buffers(), *module.named_parameters())) if isinstance(module, nn.Module) else {}
+    )
     return {name: plain(found[name]) if name in found else None for name in names}
 
 
@@ -306,4 +348,4 @@ def gradients(result: Any, inputs: Any, parameters: dict[str, torch.Tensor]) -> 
     total = sum((o * torch.randn(o.shape, generator=generator, dtype=o.dtype)).sum() for o in outputs)
     found = torch.autograd.grad(total, wrt, allow_unused=True)
     plain_grads = [None if g is None else plain(g) for g in found]
-    return {"inputs": plain_grads[:len(leaves)], "parameters": dict(zip(names, plain_grads[len(leaves):]))}
+    return {"inputs": plain_grads[: len(leaves)], "parameters": dict(zip(names, plain_grads[len(leaves) :]))}

@@ -30,7 +30,8 @@ class Plan:
     cells: list[dict]  # submission.Cell.as_plan(): kind, grade_id, source, names, segments
     limits: dict[str, int]  # what the runner sets on its own process (reference.plan_limits)
     replay: list[int] = field(default_factory=list)  # the probes, in order
-    replay_after: dict[int, int] = field(default_factory=dict)  # probe -> the plan step its test cell followed
+    replay_after: dict[int,
+                       int] = field(default_factory=dict)  # probe -> the plan step its test cell followed
     sampled: list[int] = field(default_factory=list)  # probes of random answers: several seeds each
     bind: bool = False  # bind each probe's dependencies to course_lib's references (the cascade)
     skip: dict[int, str] = field(default_factory=dict)  # step -> why it is not run (it broke a limit before)

@@ -16,12 +16,20 @@ import torch
 from torch import nn
 
 from .plain import describe_error, mutable, plain
-from .probes import INITIAL, PERTURBED_SEED, SELF_AFTER, gradients, initial_values, restore_gradients, set_rng_state
+from .probes import (
+    INITIAL,
+    PERTURBED_SEED,
+    SELF_AFTER,
+    gradients,
+    initial_values,
+    restore_gradients,
+    set_rng_state,
+)
 
 
 @contextlib.contextmanager
 def guard(names: list[str], forbid: Any, resolve: Any, exercise: str, allowed: tuple = ()) -> Iterator[None]:
-    """``forbid`` the names (every spelling: see :func:`course_lib.grading.forbid`) while the student's
+    """``forbid`` the names (every spelling: see :func:`course_lib.guards.forbid`) while the student's
     code runs. A name that no longer exists (a course_lib reference the redacted build stubbed into a
     class without that method) has nothing left to block, and neither has a reference the test binds
     as the correct version of a dependency (``allowed``)."""
@@ -37,9 +45,20 @@ def guard(names: list[str], forbid: Any, resolve: Any, exercise: str, allowed: t
         yield
 
 
-def replay(index: int, calls: list[dict], inputs: dict[int, bytes], captured: dict, namespace: dict, *,
-           forbid: Any, resolve: Any, guarded: list[str], perturb: bool = False, bind_references: bool = False,
-           seed: int | None = None) -> dict:
+def replay(
+    index: int,
+    calls: list[dict],
+    inputs: dict[int, bytes],
+    captured: dict,
+    namespace: dict,
+    *,
+    forbid: Any,
+    resolve: Any,
+    guarded: list[str],
+    perturb: bool = False,
+    bind_references: bool = False,
+    seed: int | None = None,
+) -> dict:
     """Run probe ``index`` on the student's definitions, its inputs (and those of the call that built
     its object, for a method) unpickled from ``inputs``; its record in plain form.
 
@@ -47,7 +66,8 @@ def replay(index: int, calls: list[dict], inputs: dict[int, bytes], captured: di
     ``bind_references``: the graded names the test cell bound to course_lib's references while it
     called the student's function are bound to them again (one bug costs one exercise).
     ``seed``: the call runs from this random state instead of the recorded one (a random answer is
-    compared by the distribution of its results over several seeds: :func:`course_tools.grading.compare.compare`).
+    compared by the distribution of its results over several seeds:
+    :func:`course_tools.grading.compare.compare`).
     """
     meta = calls[index]
     target = captured.get(meta["target"])
@@ -55,12 +75,17 @@ def replay(index: int, calls: list[dict], inputs: dict[int, bytes], captured: di
         return {"error": f"NameError: {meta['target']} is not defined"}
     snapshot = _load(inputs[index], captured, namespace)
     restore_gradients(snapshot["args"], snapshot.get("stale_grads", {}))
-    references = {name: resolve_object(dotted, resolve) for name, dotted in meta.get("binds", {}).items()} \
-        if bind_references else {}
+    references = (
+        {name: resolve_object(dotted, resolve) for name, dotted in meta.get("binds", {}).items()}
+        if bind_references
+        else {}
+    )
     try:
-        with guard(guarded, forbid, resolve, "grader's replay", tuple(references.values())), \
-                torch.set_grad_enabled(snapshot["grad"]), \
-                _bound(namespace, captured, references):
+        with (
+            guard(guarded, forbid, resolve, "grader's replay", tuple(references.values())),
+            torch.set_grad_enabled(snapshot["grad"]),
+            _bound(namespace, captured, references),
+        ):
             parameters: dict[str, torch.Tensor] = {}
             if meta["kind"] == "method":
                 built = _load(inputs[meta["instance"]], captured, namespace)
@@ -77,14 +102,18 @@ def replay(index: int, calls: list[dict], inputs: dict[int, bytes], captured: di
                 random.seed(reseed)
                 np.random.seed(reseed)
             result = function(*args, **snapshot["kwargs"])
-            record = {"return": plain(result), "args_after": mutable([list(snapshot["args"]), snapshot["kwargs"]])}
+            record = {
+                "return": plain(result),
+                "args_after": mutable([list(snapshot["args"]), snapshot["kwargs"]]),
+            }
             if meta.get(INITIAL):  # the test checked these of the module as built (weights at initialisation)
                 record[INITIAL] = initial_values(result, meta[INITIAL])
             if meta.get(SELF_AFTER):  # the solution's method changed its module's parameters: compare them
                 record[SELF_AFTER] = plain(parameters)
             if meta.get("gradients"):
                 record["gradients"] = gradients(result, (snapshot["args"], snapshot["kwargs"]), parameters)
-    except BaseException as error:  # SystemExit and KeyboardInterrupt too: the answer is wrong, the grader goes on
+    # SystemExit and KeyboardInterrupt too: the answer is wrong, the grader goes on
+    except BaseException as error:
         return describe_error(error)
     return record
 
@@ -159,7 +188,9 @@ def _load_state(obj: Any, state: dict | None) -> dict[str, torch.Tensor]:
     return mapping
 
 
-def match_parameters(own: dict[str, torch.Tensor], wanted: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def match_parameters(
+    own: dict[str, torch.Tensor], wanted: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
     """Reference parameter name -> the student's parameter of the same role (see _load_state)."""
     mapping = {k: own[k] for k in wanted if k in own and own[k].shape == wanted[k].shape}
     left_own = [k for k in own if k not in mapping]
@@ -174,5 +205,7 @@ def match_parameters(own: dict[str, torch.Tensor], wanted: dict[str, torch.Tenso
         mapping.update({w: own[k] for w, k in zip(left_wanted, left_own)})
         return mapping
     shapes = sorted(tuple(v.shape) for v in own.values())
-    raise AttributeError(f"the module's parameters have shapes {shapes}, the reference's "
-                         f"{sorted(tuple(v.shape) for v in wanted.values())}: build the layers the docstring gives")
+    raise AttributeError(
+        f"the module's parameters have shapes {shapes}, the reference's "
+        f"{sorted(tuple(v.shape) for v in wanted.values())}: build the layers the docstring gives"
+    )

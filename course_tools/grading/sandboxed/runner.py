@@ -49,7 +49,8 @@ class Events:
 
 
 class Inputs:
-    """The probes' inputs, asked of the trusted grader one check at a time (see :class:`.runs.ProbeServer`)."""
+    """The probes' inputs, asked of the trusted grader one check at a time (see
+    :class:`.runs.ProbeServer`)."""
 
     def __init__(self, fd: int):
         self.channel = socket.socket(fileno=fd)
@@ -59,8 +60,9 @@ class Inputs:
         self.channel.sendall(REQUEST.pack(index))
         (count,) = COUNT.unpack(self._exactly(COUNT.size))
         if count == 0:
-            raise RuntimeError(f"the grader did not hand over the input of check {index}: it hands each check's "
-                               "input over once, when that check starts")
+            raise RuntimeError(
+                f"the grader did not hand over the input of check {index}: it hands each check's "
+                "input over once, when that check starts")
         blobs = {}
         for _ in range(count):
             probe, size = BLOB.unpack(self._exactly(BLOB.size))
@@ -152,7 +154,7 @@ def main(argv: list[str]) -> int:
 
     import torch  # noqa: F401 (imported before any student code, with the thread count set)
 
-    from course_lib.grading import forbid, resolve_dotted
+    from course_lib.guards import forbid, resolve_dotted
 
     from . import probes
     from . import replay as replaying
@@ -207,8 +209,8 @@ def main(argv: list[str]) -> int:
         process = os.getpid()
         given = inputs.fetch(index)
         once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
-                                        resolve=resolve_dotted, guarded=guards.get(calls[index]["target"], []),
-                                        bind_references=plan.bind, **options)
+                                        resolve=resolve_dotted, guarded=guards.get(
+                                            calls[index]["target"], []), bind_references=plan.bind, **options)
         if index in plan.sampled:  # a random answer: its results from several seeds
             record = {"samples": [once(seed=seed) for seed in probes.SAMPLE_SEEDS]}
         else:
@@ -253,7 +255,8 @@ def main(argv: list[str]) -> int:
                 continue
             step = len(plan.cells) + offset
             hidden = calls[index].get("segment") == "hidden"
-            if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and step not in skip):
+            if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and
+                              step not in skip):
                 hidden_checks(group)
                 group = []
             if step in skip:

@@ -42,10 +42,10 @@ import time
 
 # What every notebook's first cell and the runner import; none of it holds an answer. torch._dynamo
 # is what the first optimizer a process builds imports (1.1 s: every notebook that trains builds one).
-PRELOAD = ("torch", "torch._dynamo", "numpy", "matplotlib", "matplotlib.pyplot", "matplotlib_inline.backend_inline",
-           "IPython.core.interactiveshell", "sacrebleu", "course_lib.grading", "course_tools.grading.sandboxed.probes",
-           "course_tools.grading.sandboxed.replay",
-           "course_tools.grading.sandboxed.runner")
+PRELOAD = ("torch", "torch._dynamo", "numpy", "matplotlib", "matplotlib.pyplot",
+           "matplotlib_inline.backend_inline", "IPython.core.interactiveshell", "sacrebleu",
+           "course_lib.grading", "course_tools.grading.sandboxed.probes",
+           "course_tools.grading.sandboxed.replay", "course_tools.grading.sandboxed.runner")
 SCRATCHES = ("/sandbox/work", "/dev/shm")
 PR_SET_DUMPABLE = 4
 SWEEPS = 50  # rounds of killing: a fork bomb under RLIMIT_NPROC runs out well before
@@ -128,7 +128,8 @@ def _wipe() -> bool:
 
 
 def _child(args: list[str], output: int, control: socket.socket) -> None:
-    """In the forked child: the run's output on stdout and stderr, nothing of the zygote's, then the runner."""
+    """In the forked child: the run's output on stdout and stderr, nothing of the zygote's, then the
+    runner."""
     try:
         control.close()
         os.dup2(output, 1)
