@@ -5,6 +5,7 @@ import pytest
 
 from course_tools.course import assignments
 
+from .shared import group_by_shared_fixture
 from .system import require_bwrap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,3 +32,8 @@ def bwrap() -> None:
 
 def assignment_params():
     return [pytest.param(a, id=a.id) for a in ASSIGNMENTS]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    group_by_shared_fixture(config, items)

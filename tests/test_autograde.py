@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import fcntl
 import io
 import json
 import os
@@ -36,6 +35,7 @@ from course_tools.grading.limits import Limits
 from course_tools.grading.sandbox import Sandbox
 from course_tools.grading.submission import source_cells
 
+from .shared import built_once
 from .system import needs_bwrap, require_bwrap
 from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
 from .submissions.toy import ANSWERS, ASSIGNMENT, HIDDEN_EXPECTED, HIDDEN_INPUT, POINTS, make_course
@@ -143,15 +143,12 @@ def _grade_the_catalogue(root: Path) -> dict:
 def batch(tmp_path_factory):
     """The catalogue graded once per test run, whichever xdist worker asks first (the other waits)."""
     require_bwrap()
-    shared = tmp_path_factory.getbasetemp()
-    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
-    folder = shared / "autograde-catalogue"
-    with open(shared / "autograde-catalogue.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (folder / "results.json").is_file():
-            folder.mkdir(exist_ok=True)
-            graded = _grade_the_catalogue(folder / "course")
-            (folder / "results.json").write_text(json.dumps(graded), encoding="utf-8")
+
+    def grade(folder: Path) -> None:
+        graded = _grade_the_catalogue(folder / "course")
+        (folder / "results.json").write_text(json.dumps(graded), encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, "autograde-catalogue", grade)
     graded = json.loads((folder / "results.json").read_text(encoding="utf-8"))
     results = {}
     for record in graded["results"]:

@@ -7,12 +7,14 @@ Per assignment, one batch in a scratch course (the course's own gradebook is nev
   exercise with its i-th alternative): full marks, nothing flagged;
 - one bug in a function others build on (tests/test_cascade.py's first case): exactly that
   function's cells score nothing, every other cell full marks (one bug costs one exercise);
-- every catalogued bug (tests/bugs), in rounds (round i gives every graded name its i-th bug, the
-  last one again when it has fewer): every graded name loses the points of its own exercise's
-  check. The bug catalogue proves each bug fails the notebook's own checks; this proves the
-  grader's comparison outside the sandbox is as strict. It was not, before: RMSNorm's weight
-  initialised to zeros, a load_from_torch that copies the wrong blocks, a KV cache never appended
-  to and a training step that keeps stale gradients all earned full marks.
+- every catalogued bug (tests/bugs), in rounds (round i gives every graded name that has an i-th
+  bug that bug, and the solution to the others): every bugged name loses the points of its own
+  exercise's check. (Giving a name that has run out of bugs its last one again would grade it
+  again, cascade runs included, and test nothing new.) The bug catalogue proves each bug fails
+  the notebook's own checks; this proves the grader's comparison outside the sandbox is as strict.
+  It was not, before: RMSNorm's weight initialised to zeros, a load_from_torch that copies the
+  wrong blocks, a KV cache never appended to and a training step that keeps stale gradients all
+  earned full marks.
 """
 from __future__ import annotations
 
@@ -59,8 +61,9 @@ def _class(assignment) -> dict[str, tuple[nbformat.NotebookNode, str]]:
     checks = own_checks(assignment)
     checks_of = {name: checks.get(name, set()) for name in bugs_of}
     for i in range(max((len(codes) for codes in bugs_of.values()), default=0)):
-        chosen = {name: codes[min(i, len(codes) - 1)] for name, codes in bugs_of.items()}
-        students[f"bugs-{i + 1}"] = (notebook_with(assignment, defining(chosen, names, solution)), checks_of)
+        chosen = {name: codes[i] for name, codes in bugs_of.items() if i < len(codes)}
+        students[f"bugs-{i + 1}"] = (notebook_with(assignment, defining(chosen, names, solution)),
+                                     {name: checks_of[name] for name in chosen})
     return students
 
 

@@ -2,7 +2,6 @@
 and work in a real browser (headless Chromium, every host but 127.0.0.1 unreachable)."""
 import base64
 import contextlib
-import fcntl
 import functools
 import http.server
 import io
@@ -30,7 +29,8 @@ from course_tools.publishing.slide_index import (SEED_TOPICS, SEEDS, slide_count
 from course_tools.publishing.slides import copy_assets, executed, print_pdf, render, slides, vendor_dir
 
 from . import browser
-from .conftest import ROOT, ASSIGNMENTS
+from .conftest import ASSIGNMENTS, ROOT
+from .shared import built_once
 from .toy_course import cell, make_toy_course, toy_notebook
 
 # Screenshots are taken into a test's temporary folder, then copied here for a person to look at.
@@ -517,24 +517,16 @@ def driver():
 def toy_decks(tmp_path_factory):
     """The lecture notebook as the course's only assignment, through `course slides` in smoke."""
     require_assets()
-    # Built once per test session: pytest-xdist workers share the folder above their own, and a
-    # lock makes the second worker wait for the first one's decks instead of building its own.
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
-    course = shared / "toy-decks"
-    with (shared / "toy-decks.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (course / "build" / "slides" / "index.html").is_file():
-            shutil.rmtree(course, ignore_errors=True)
-            course.mkdir()
-            make_toy_course(course)
-            nbformat.write(lecture_notebook(), course / "solutions" / "toy" / "toy.ipynb")
-            with pytest.MonkeyPatch.context() as patch:
-                patch.chdir(course)
-                patch.setenv(slides_module.VENDOR_ENV, str(ROOT / "build" / "vendor"))
-                assert main(["slides", "--profile", "smoke", "--pdf"]) == 0
-    return course
+
+    def build(course: Path) -> None:
+        make_toy_course(course)
+        nbformat.write(lecture_notebook(), course / "solutions" / "toy" / "toy.ipynb")
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(course)
+            patch.setenv(slides_module.VENDOR_ENV, str(ROOT / "build" / "vendor"))
+            assert main(["slides", "--profile", "smoke", "--pdf"]) == 0
+
+    return built_once(tmp_path_factory, "toy-decks", build)
 
 
 @pytest.mark.notebook
@@ -633,8 +625,6 @@ def lecture_viewport(driver):
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
-# Built once per test run, whichever xdist worker asks first (the other waits): measured with
-# --durations, a fixture of this module was built once on each worker, 70 s of 2 cores each time.
 @pytest.fixture(scope="session")
 def lecture_decks(tmp_path_factory):
     """Every assignment's deck through `course slides` in smoke, in a scratch copy of the course.
@@ -644,17 +634,7 @@ def lecture_decks(tmp_path_factory):
     fresh (``executed`` decides, as for the lecturer); nothing is written into the course itself.
     """
     require_assets()
-    shared = tmp_path_factory.getbasetemp()
-    shared = shared.parent if os.environ.get("PYTEST_XDIST_WORKER") else shared
-    course = shared / "lecture-decks"
-    with open(shared / "lecture-decks.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (course / "built").is_file():
-            shutil.rmtree(course, ignore_errors=True)
-            course.mkdir()
-            _build_lecture_decks(course)
-            (course / "built").write_text("")
-    return course
+    return built_once(tmp_path_factory, "lecture-decks", _build_lecture_decks)
 
 
 def _build_lecture_decks(course: Path) -> None:
