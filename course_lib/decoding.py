@@ -5,7 +5,7 @@ function such as ``course_lib.rnn.greedy_decode(model, src, max_len) -> (B, L) i
 and turns the ids back into corpus text, in the order of the input.
 
 ``beam_search`` decodes a Transformer-style model (``encode`` / ``decode(..., cache=)``) through a
-``course_lib.kv_cache.KVCache``; ``beam_size=1`` is greedy decoding, so
+``course_lib.kv_cache.DecoderCache``; ``beam_size=1`` is greedy decoding, so
 ``course_lib.transformer.greedy_decode`` uses it. Pass it to ``translate`` with
 ``functools.partial(beam_search, beam_size=4)``.
 """
@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from course_lib.kv_cache import KVCache
+from course_lib.kv_cache import DecoderCache
 from course_lib.text import BOS_ID, EOS_ID, PAD_ID, Vocab, detokenize, pad_batch, tokenize
 from course_lib.train import eval_mode
 
@@ -51,7 +51,7 @@ def translate(decode_fn: DecodeFn, model: nn.Module, sources: Sequence[str], src
 @torch.no_grad()
 def beam_search(model: nn.Module, src: torch.Tensor, max_len: int, beam_size: int = 4,
                 alpha: float = 0.6) -> torch.Tensor:
-    """Beam search with length normalisation, decoding incrementally through a ``KVCache``.
+    """Beam search with length normalisation, decoding incrementally through a ``DecoderCache``.
 
     ``model`` offers ``encode(src) -> memory (B, S, d)`` and ``decode(tokens, memory, src_mask,
     cache=cache) -> logits (B, T, V)`` (``course_lib.transformer.Transformer``). Each sentence keeps
@@ -66,7 +66,7 @@ def beam_search(model: nn.Module, src: torch.Tensor, max_len: int, beam_size: in
         memory = model.encode(src).repeat_interleave(
             k, dim=0)  # (B*k, S, d): row b*k + j is beam j of sentence b
         src_mask = (src != PAD_ID)[:, None, None, :].repeat_interleave(k, dim=0)  # (B*k, 1, 1, S)
-        cache = KVCache()
+        cache = DecoderCache()
         scores = torch.zeros(B, k, device=device)  # total log-probability of each beam
         scores[:, 1:] = float(
             "-inf")  # all beams start as the same <bos>: keep one, or the beam fills with copies

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_lib.kv_cache import KVCache
 from course_lib.positional import apply_rope, sinusoidal_positional_encoding
 
 
@@ -38,26 +39,6 @@ class GPTConfig:
     style: str = "llama"            # "llama": RMSNorm, SwiGLU, no biases; "gpt2": LayerNorm, GELU MLP, biases
     score: str = "dot"  # attention score: "dot" (scaled dot product) or "additive" (factorised, below)
     dropout: float = 0.0            # dropout on attention weights and on each sublayer's output
-
-
-class KVCache:
-    """The keys and values one attention layer has seen so far (after RoPE), for incremental decoding."""
-
-    def __init__(self) -> None:
-        self.k: torch.Tensor | None = None  # (B, n_kv_heads, T_past, d_head)
-        self.v: torch.Tensor | None = None  # (B, n_kv_heads, T_past, d_head)
-
-    @property
-    def length(self) -> int:
-        """Positions already cached: the position of the next token fed to the layer."""
-        return 0 if self.k is None else self.k.shape[2]
-
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new positions' k, v (B, n_kv_heads, T, d_head); return all of them (B, n_kv_heads, T_past +
-        T, d_head)."""
-        self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
-        self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
-        return self.k, self.v
 
 
 class RMSNorm(nn.Module):

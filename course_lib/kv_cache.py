@@ -4,14 +4,15 @@ A decoder that produces one token per step would, without a cache, recompute the
 of every earlier target position at every step: O(L²) projections for L tokens. Those keys and
 values never change (a causal decoder's position t only ever looks back), so we keep them:
 
-    cache = KVCache()
+    cache = DecoderCache()
     logits = model.decode(tokens_so_far, memory, src_mask, cache=cache)   # first call: the whole prefix
     logits = model.decode(next_token, memory, src_mask, cache=cache)      # then one (B, 1) token per step
 
-Each decoder layer owns two ``AttentionCache`` slots: its self-attention's keys/values, which
-grow by the new positions at every call, and its cross-attention's keys/values of the encoder
-output, computed on the first call and reused (the source does not change while we decode).
-``KVCache.reorder`` selects batch rows, which beam search needs when it prunes hypotheses.
+Each decoder layer owns two ``KVCache`` slots: its self-attention's keys/values, which grow by
+the new positions at every call, and its cross-attention's keys/values of the encoder output,
+computed on the first call and reused (the source does not change while we decode).
+``DecoderCache.reorder`` selects batch rows, which beam search needs when it prunes hypotheses.
+Notebook 07's decoder-only GPT keeps one ``KVCache`` per block (``course_lib.gpt``).
 
 ``CachedMultiHeadAttention`` is ``course_lib.attention.MultiHeadAttention`` (same parameters, same
 state dict) whose ``forward`` also takes a cache slot, a rotation for queries and keys (RoPE, from
@@ -33,14 +34,26 @@ Rotate = Callable[[torch.Tensor], torch.Tensor]  # (B, h, T, d_head) -> same sha
 
 
 @dataclass
-class AttentionCache:
-    """The keys and values one attention sublayer has computed so far."""
-
-    k: torch.Tensor | None = None  # (B, h, T_k, d_head) keys, RoPE already applied
-    v: torch.Tensor | None = None  # (B, h, T_k, d_head) values
-
-
 class KVCache:
+    """The keys and values one attention layer has seen so far (after RoPE), for incremental decoding."""
+
+    k: torch.Tensor | None = None  # (B, h_kv, T_past, d_head) keys, RoPE already applied
+    v: torch.Tensor | None = None  # (B, h_kv, T_past, d_head) values
+
+    @property
+    def length(self) -> int:
+        """Positions already cached: the position of the next token fed to the layer."""
+        return 0 if self.k is None else self.k.shape[2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new positions' k, v (B, h_kv, T, d_head); return all of them (B, h_kv, T_past + T,
+        d_head)."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
+        return self.k, self.v
+
+
+class DecoderCache:
     """Per decoder layer: self-attention keys/values of the decoded prefix, cross-attention ones of the
     source.
 
@@ -49,15 +62,15 @@ class KVCache:
     """
 
     def __init__(self) -> None:
-        self.self_attn: list[AttentionCache] = []
-        self.cross_attn: list[AttentionCache] = []
+        self.self_attn: list[KVCache] = []
+        self.cross_attn: list[KVCache] = []
         self.length = 0
 
-    def layer(self, i: int) -> tuple[AttentionCache, AttentionCache]:
+    def layer(self, i: int) -> tuple[KVCache, KVCache]:
         """The (self-attention, cross-attention) slots of decoder layer ``i``."""
         while len(self.self_attn) <= i:
-            self.self_attn.append(AttentionCache())
-            self.cross_attn.append(AttentionCache())
+            self.self_attn.append(KVCache())
+            self.cross_attn.append(KVCache())
         return self.self_attn[i], self.cross_attn[i]
 
     def reorder(self, index: torch.Tensor) -> None:
@@ -79,7 +92,7 @@ class CachedMultiHeadAttention(MultiHeadAttention):
 
     def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                 mask: torch.Tensor | None = None, need_weights: bool = False,
-                average_attn_weights: bool = True, *, cache: AttentionCache | None = None,
+                average_attn_weights: bool = True, *, cache: KVCache | None = None,
                 static_kv: bool = False, rotate_q: Rotate | None = None, rotate_k: Rotate | None = None,
                 is_causal: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         """query: (B, T_q, d_model), key/value: (B, T_k, d_model), mask: bool broadcastable to
@@ -112,10 +125,10 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         if cache is not None:
             if k is None:
                 k, v = cache.k, cache.v
-            elif not static_kv and cache.k is not None:
-                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v],
-                                                                 dim=2)  # (B, h, T_past + T_q, d_head)
-            cache.k, cache.v = k, v
+            elif static_kv:
+                cache.k, cache.v = k, v
+            else:
+                k, v = cache.append(k, v)  # (B, h, T_past + T_q, d_head)
         p = self.dropout if self.training else 0.0
         if not (need_weights or self.keep_weights):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
@@ -134,4 +147,4 @@ class CachedMultiHeadAttention(MultiHeadAttention):
         return self.out_proj(merge_heads(out)), weights if need_weights else None
 
 
-__all__ = ["AttentionCache", "CachedMultiHeadAttention", "KVCache"]
+__all__ = ["CachedMultiHeadAttention", "DecoderCache", "KVCache"]

@@ -29,7 +29,7 @@ from torch import nn
 
 from course_lib.attention import padding_mask
 from course_lib.decoding import beam_search
-from course_lib.kv_cache import CachedMultiHeadAttention, KVCache
+from course_lib.kv_cache import CachedMultiHeadAttention, DecoderCache
 from course_lib.params import transformer_param_count
 from course_lib.positional import make_positional
 from course_lib.text import BOS_ID, EOS_ID, PAD_ID
@@ -221,7 +221,7 @@ class Transformer(nn.Module):
         return self.encoder_norm(x)
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               cache: KVCache | None = None) -> torch.Tensor:
+               cache: DecoderCache | None = None) -> torch.Tensor:
         """tgt_in: (B, T) starting with <bos>, memory: (B, S, d_model), src_mask: (B, 1, 1, S)
         -> logits (B, T, V). With ``cache``, ``tgt_in`` holds only the positions after the
         ``cache.length`` already decoded ones, and the cache is updated."""
@@ -292,7 +292,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_len: int, use_cache: 
 
     src: (B, S) -> ys: (B, L), L <= max_len, the predicted ids without <bos>, PAD_ID after each
     row's <eos>; stops when every row has produced <eos>. ``use_cache`` feeds one token per step
-    through a ``KVCache`` (same result as recomputing the whole prefix, much less work).
+    through a ``DecoderCache`` (same result as recomputing the whole prefix, much less work).
     """
     if use_cache:
         return beam_search(model, src, max_len, beam_size=1)

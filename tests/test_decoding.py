@@ -8,7 +8,7 @@ import torch
 from course_lib import seed_everything
 from course_lib.attention import padding_mask
 from course_lib.decoding import beam_search, translate
-from course_lib.kv_cache import KVCache
+from course_lib.kv_cache import DecoderCache
 from course_lib.text import BOS_ID, EOS_ID, PAD_ID, Vocab
 from course_lib.transformer import Transformer, TransformerConfig, greedy_decode
 
@@ -32,7 +32,7 @@ def test_cached_incremental_decoding_equals_full_recomputation(kw):
     tgt[:, 0] = BOS_ID
     memory, mask = model.encode(src), padding_mask(src)
     full = model.decode(tgt, memory, mask)  # (B, 9, V)
-    cache = KVCache()
+    cache = DecoderCache()
     pieces = [model.decode(tgt[:, :3], memory, mask,
                            cache=cache)]  # a prefix at once, then one token at a time
     pieces += [model.decode(tgt[:, t:t + 1], memory, mask, cache=cache) for t in range(3, 6)]
@@ -119,7 +119,7 @@ def test_beam_escapes_the_greedy_trap_and_length_penalty_matters():
 
 
 def test_kv_cache_reorder():
-    cache = KVCache()
+    cache = DecoderCache()
     self_slot, cross_slot = cache.layer(1)
     assert len(cache.self_attn) == 2 and cache.layer(1)[0] is self_slot
     self_slot.k = self_slot.v = torch.arange(3.0).view(3, 1, 1, 1)
