@@ -184,7 +184,7 @@ def estimate_time(model: torch.nn.Module, batches: Iterable,
     ``batches`` (``time_updates``): the model, the optimizer, the random generators and the batch
     order (the pass counter of a ``BucketedBatches`` or ``ShiftBatches`` lives on the copy) stay as
     they were, so the run that follows is the one it would have been without the probe. Evaluations
-    and a ``torch.compile`` of the trained module are not included.
+    are not included.
     """
     _check_autocast(autocast_dtype)
     device = torch.device(device) if device is not None else pick_device()
