@@ -37,6 +37,16 @@ def test_no_private_name_is_imported_from_another_module():
     assert not found, "\n".join(found)
 
 
+MAX_MODULE_LINES = 400  # about one screenful per concept; a longer module holds two concerns
+
+
+@pytest.mark.parametrize("package", ["course_lib", "course_tools"])
+def test_no_module_is_longer_than_the_guide(package):
+    long = [f"{path.relative_to(ROOT)}: {n} lines" for path in sorted((ROOT / package).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    assert not long, "\n".join(long)
+
+
 def test_the_installed_package_imports_nothing_that_is_not_installed():
     """course_lib and course_tools are installed; benchmarks/ and tests/ live only in the repository."""
     found = [f"{path.relative_to(ROOT)}:{line}: {module}"

@@ -47,11 +47,13 @@ import keyword
 
 from course_tools.pyparse import parse
 
-from .loops import drop_dead_stores, inline_temporaries, rewrite_loops
+from .loops import rewrite_loops
 from .model import PLACEHOLDER, ROUNDS, Canonical, Variables, Vocabulary
 from .names import drop_unused_definitions, imports, rename, resolve_modules
 from .order import reorder
-from .rewrites import drop_annotations, simplify, sort_operands, spell, split_assignments
+from .rewrites import drop_annotations, simplify, split_assignments
+from .spellings import sort_operands, spell
+from .temporaries import drop_dead_stores, inline_temporaries
 from .tokens import emit, lexed
 from .tree import bound_at, truncate, walk
 

@@ -183,3 +183,14 @@ def rewrite_blocks(node: ast.AST, rewrite) -> None:
 
 def ends(block: list[ast.stmt]) -> bool:
     return bool(block) and isinstance(block[-1], TERMINAL)
+
+
+class Replaced(ast.NodeTransformer):
+    """Nodes replaced by identity."""
+
+    def __init__(self, replacements: dict[int, ast.AST]):
+        self.replacements = replacements
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        return self.replacements.get(id(node), node)
