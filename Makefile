@@ -40,7 +40,7 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
-# The loop while editing: everything but the notebook, browser and slow tests (under a minute).
+# The loop while editing: everything but the notebook, browser and slow tests (about two minutes on 2 cores).
 test-fast: lint
 	$(BIN)/python -m pytest -n 2 -m "not notebook and not browser and not slow"
 
