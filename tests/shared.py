@@ -39,7 +39,7 @@ def group_by_shared_fixture(config, items) -> None:
     grouped test the ``@group`` suffix ``--dist loadgroup`` schedules by. pytest-xdist 3.8 writes the
     suffix into ``item._nodeid``, which pytest 9 no longer reads (a node's id is ``item._id``), so
     without this every group was split across the workers and each worker built the fixtures."""
-    if config.getoption("dist", "no") != "loadgroup":
+    if not getattr(config.option, "loadgroup", False):  # xdist sets it on the workers, which collect
         return
     for item in items:
         for fixture, group in GROUPS.items():

@@ -3,6 +3,7 @@
 These read the source (ast), so a shortcut that creeps back in fails here rather than in review.
 """
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -263,3 +264,26 @@ def test_only_the_course_directory_model_spells_a_submission_path():
               for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
               for alias in node.names if alias.name in ("SUBMITTED", "AUTOGRADED", "FEEDBACK")]
     assert not found, "\n".join(found)
+
+
+def test_a_group_of_tests_runs_on_one_xdist_worker(tmp_path):
+    """``--dist loadgroup`` (make test) keeps an ``xdist_group``, and every test that uses a once-built
+    fixture of tests/shared.py's GROUPS, on one worker: with pytest 9 and xdist 3.8 it did not."""
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\nfrom tests.shared import group_by_shared_fixture\n\n"
+        "@pytest.fixture\ndef batch():\n    return 1\n\n"
+        "def pytest_collection_modifyitems(config, items):\n    group_by_shared_fixture(config, items)\n")
+    (tmp_path / "test_groups.py").write_text(
+        "import pytest\n\n@pytest.mark.xdist_group('g')\n@pytest.mark.parametrize('i', range(3))\n"
+        "def test_marked(i):\n    pass\n\n@pytest.mark.parametrize('i', range(3))\n"
+        "def test_with_the_fixture(i, batch):\n    pass\n\n@pytest.mark.parametrize('i', range(3))\n"
+        "def test_free(i):\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p",
+                           "no:cacheprovider", str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    passed = re.findall(r"\[(gw\d)\].*PASSED \S*::(\w+)\[\d\](@\w+)?", done.stdout)
+    assert len(passed) == 9, done.stdout + done.stderr
+    workers = {(test, group): {w for w, t, g in passed if (t, g) == (test, group)}
+               for _, test, group in passed}
+    assert set(workers) == {("test_marked", "@g"), ("test_with_the_fixture", "@batch"), ("test_free", "")}
+    assert len(workers["test_marked", "@g"]) == len(workers["test_with_the_fixture", "@batch"]) == 1
