@@ -170,9 +170,8 @@ def run(assignments: list[str], students: int, jobs: list[int], load: int = 0) -
             report["reference_seconds"][assignment] = round(time.perf_counter() - started, 1)
         roots = {n: shutil.copytree(template, Path(scratch) / f"jobs{n}") for n in jobs}
         for index, assignment in enumerate(assignments):
-            for n in jobs if index % 2 == 0 else jobs[::
-                                                      # take turns going first: load changes hit both alike
-                                                      -1]:
+            # take turns going first: load changes hit both alike
+            for n in jobs if index % 2 == 0 else jobs[::-1]:
                 started = time.perf_counter()
                 results = autograde(roots[n], assignment, jobs=n, out=io.StringIO(), progress=False)
                 seconds = time.perf_counter() - started

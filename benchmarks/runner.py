@@ -70,10 +70,10 @@ def throughput(options: Options) -> None:
 
 
 # (module, assignment): each runs its solution notebook and writes what it recorded
-NOTEBOOK_BENCHMARKS = (("benchmarks.rnn_baselines",
-                        "01_rnn_baselines"), ("benchmarks.attention_rnn",
-                                              "02_attention"), ("benchmarks.transformer", "05_transformer"),
-                       ("benchmarks.capstone", "06_bleu"), ("benchmarks.language_model", "07_language_model"))
+NOTEBOOK_BENCHMARKS = (
+    ("benchmarks.rnn_baselines", "01_rnn_baselines"), ("benchmarks.attention_rnn", "02_attention"),
+    ("benchmarks.transformer", "05_transformer"), ("benchmarks.capstone", "06_bleu"),
+    ("benchmarks.language_model", "07_language_model"))
 
 
 def quality(options: Options) -> None:

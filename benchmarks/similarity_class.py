@@ -105,8 +105,8 @@ def run(assignment_id: str, students: int, rounds: int) -> dict:
     from course_tools.cli import main as course
     from course_tools.course import assignments
     from course_tools.publishing.sample import scratch_course
-    from course_tools.classroom.similarity import (DEFAULT_THRESHOLD, compare, compare_fingerprints,
-                                                   fingerprinted, given_cells)
+    from course_tools.classroom.similarity import (
+        DEFAULT_THRESHOLD, compare, compare_fingerprints, fingerprinted, given_cells)
     from tests.test_similarity import write_class
 
     assignment = assignments(ROOT, [assignment_id])[0]

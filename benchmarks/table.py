@@ -154,10 +154,10 @@ def _within(flat: dict, key: str, limit: float) -> tuple[str, bool]:
 def _capstone(flat: dict) -> tuple[str, None]:
     models = flat["models"] or {}
     retrained = [name for name, m in models.items() if "retrain" in m["origin"]]
-    scores = "; ".join(f"{name} {m['bleu_test']:.1f} ({m['bleu_test_long']:.1f} long)"
-                       for name, m in models.items())
-    return (scores or "no model compared") + (f"; quick retrain inside the run: {', '.join(retrained)}"
-                                              if retrained else ""), None
+    scores = "; ".join(
+        f"{name} {m['bleu_test']:.1f} ({m['bleu_test_long']:.1f} long)" for name, m in models.items())
+    return (scores or "no model compared") + (
+        f"; quick retrain inside the run: {', '.join(retrained)}" if retrained else ""), None
 
 
 def _valid_loss(flat: dict, limit: float, minutes: float | None = None) -> tuple[str, bool]:
@@ -229,8 +229,10 @@ def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple
         ]
     checks.append(("06_bleu", "capstone (06): every model's BLEU on one test set", _capstone))
     order = list(dict.fromkeys(assignment for assignment, _, _ in checks))
-    timed = [(a, f"notebook {a[:2]} under {limit:g} min", partial(_within, key="notebook_minutes",
-                                                                  limit=limit)) for a in order]
+    timed = [
+        (a, f"notebook {a[:2]} under {limit:g} min", partial(_within, key="notebook_minutes", limit=limit))
+        for a in order
+    ]
     return sorted(checks + timed,
                   key=lambda check: order.index(check[0]))  # stable: a notebook's time comes last
 

@@ -74,8 +74,8 @@ def beam_search(model: nn.Module, src: torch.Tensor, max_len: int, beam_size: in
         finished = torch.zeros(B * k, dtype=torch.bool, device=device)
         history: list[torch.Tensor] = []  # one (B*k,) tensor of chosen ids per step
         for _ in range(max_len):
-            logp = model.decode(tokens, memory, src_mask, cache=cache)[:,
-                                                                       -1].float().log_softmax(-1)  # (B*k, V)
+            logp = model.decode(tokens, memory, src_mask, cache=cache)[:, -1].float().log_softmax(
+                -1)  # (B*k, V)
             V = logp.shape[-1]
             logp[finished] = float("-inf")
             logp[finished, PAD_ID] = 0.0  # a finished hypothesis stays as it is

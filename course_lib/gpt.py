@@ -33,17 +33,17 @@ class GPTConfig:
     n_heads: int = 4                # query heads; d_head = d_model // n_heads
     n_kv_heads: int | None = None   # key/value heads (grouped-query attention); None = n_heads
     d_ff: int = 344                 # hidden width of the FFN (Llama: about 8/3 d_model for SwiGLU)
-    max_len: int = 256  # longest context: the training window (and rows of a learned position table)
+    max_len: int = 256              # longest context: the training window (rows of a learned position table)
     positional: str = "rope"        # "rope" (rotate q, k), "learned", "sinusoidal" (added) or "none"
     tie_output: bool = True         # the output layer reuses the token embedding matrix
     style: str = "llama"            # "llama": RMSNorm, SwiGLU, no biases; "gpt2": LayerNorm, GELU MLP, biases
-    score: str = "dot"  # attention score: "dot" (scaled dot product) or "additive" (factorised, below)
+    score: str = "dot"              # attention score: "dot" (scaled dot product) or "additive" (below)
     dropout: float = 0.0            # dropout on attention weights and on each sublayer's output
 
 
 class RMSNorm(nn.Module):
-    """x / sqrt(mean(x²) + eps) * weight over the last axis; no mean subtracted, no bias. (..., d) -> (...,
-    d)."""
+    """x / sqrt(mean(x²) + eps) * weight over the last axis; no mean subtracted, no bias.
+    (..., d) -> (..., d)."""
 
     def __init__(self, d: int, eps: float = 1e-5):
         super().__init__()
@@ -133,9 +133,9 @@ class CausalSelfAttention(nn.Module):
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=may, dropout_p=p)
             else:
                 s_q = (torch.tanh(q) * self.v_score[:, None]).sum(-1)                # (B, h, T)
-                s_k = (torch.tanh(k) * self.v_score[:, None]).sum(-1)                # (B, h, T_k)
-                scores = (s_q[..., :, None] + s_k[..., None, :]).masked_fill(~may,
-                                                                             float("-inf"))  # (B, h, T, T_k)
+                s_k = (torch.tanh(k) * self.v_score[:, None]).sum(-1)  # (B, h, T_k)
+                scores = (s_q[..., :, None] + s_k[..., None, :]).masked_fill(
+                    ~may, float("-inf"))  # (B, h, T, T_k)
                 y = F.dropout(scores.softmax(-1), p) @ v                            # (B, h, T, d_head)
         y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)               # (B, T, d_model)
         return self.out_proj(y)

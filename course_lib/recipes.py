@@ -135,11 +135,8 @@ def loss_function(hp: dict) -> Callable[[nn.Module, Any], torch.Tensor]:
 
     def loss(model: nn.Module, batch) -> torch.Tensor:
         logits = model(batch.src, batch.tgt_in)                                                  # (B, T, V)
-        return F.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]).float(),
-            batch.tgt_out.reshape(-1),  # (B*T, V)
-            ignore_index=PAD_ID,
-            label_smoothing=eps)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),  # (B*T, V)
+                               batch.tgt_out.reshape(-1), ignore_index=PAD_ID, label_smoothing=eps)
 
     return loss
 

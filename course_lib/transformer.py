@@ -198,8 +198,8 @@ class Transformer(nn.Module):
         """tokens: (B, T) -> dropout(embedding · √d_model + positions offset .. offset+T-1): (B, T,
         d_model)."""
         x = embedding(tokens) * math.sqrt(self.cfg.d_model)
-        positions = None if offset == 0 else torch.arange(offset, offset +
-                                                          tokens.shape[1], device=tokens.device)
+        positions = None if offset == 0 else torch.arange(
+            offset, offset + tokens.shape[1], device=tokens.device)
         return self.dropout(self.positional(x, positions))
 
     def _rotation(self, offset: int, T: int):

@@ -125,8 +125,8 @@ def test_additive_attention_follows_its_formula():
 def test_causal_and_padding_masks_match_torch_conventions():
     assert torch.equal(causal_mask(4), ~nn.Transformer.generate_square_subsequent_mask(4).isinf())
     tokens = torch.tensor([[5, 6, 0], [7, 0, 0]])
-    assert torch.equal(padding_mask(tokens), torch.tensor([[[[True, True, False]]], [[[True, False,
-                                                                                       False]]]]))
+    assert torch.equal(
+        padding_mask(tokens), torch.tensor([[[[True, True, False]]], [[[True, False, False]]]]))
 
 
 def test_split_and_merge_heads_are_inverse_and_keep_features_together():

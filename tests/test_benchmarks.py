@@ -94,8 +94,8 @@ def test_table_lists_a_missed_target_as_gap_with_its_value(tmp_path):
     assert row("quality (laptop)", "notebook 05").status == table.GAP
     assert row("quality (laptop)", "notebook 05").measured == "10.5 min"
     assert row("quality (laptop)", "Transformer (05)").status == table.MET
-    assert row("bleu", "course_lib.bleu").status == table.GAP and "2.00×" in row("bleu",
-                                                                                 "course_lib.bleu").measured
+    assert row("bleu", "course_lib.bleu").status == table.GAP and "2.00×" in row(
+        "bleu", "course_lib.bleu").measured
     assert row("throughput", "course_lib Transformer").status == "not measured"  # no file: said, not hidden
     assert row("quality (gpu)", "base Transformer (05): BLEU").status == "not measured (no GPU run)"
     markdown = table.markdown(list(rows.values()), tmp_path)

@@ -39,8 +39,8 @@ def test_variable_number_of_references():
 def test_missing_reference_is_not_an_empty_one():
     # sacrebleu drops None but scores "" as a zero-length reference: for a short hypothesis that
     # becomes the closest reference length and hides the brevity penalty.
-    hyps, refs = ["le chat .", "le chien dort ."], [["le chat dort sur le tapis ."],
-                                                    ["le chien dort .", "x y"]]
+    hyps, refs = ["le chat .",
+                  "le chien dort ."], [["le chat dort sur le tapis ."], ["le chien dort .", "x y"]]
     result = bleu(hyps, refs)
     as_none = sacrebleu.corpus_bleu(hyps, [[refs[0][0], refs[1][0]], [None, refs[1][1]]])
     as_empty = sacrebleu.corpus_bleu(hyps, [[refs[0][0], refs[1][0]], ["", refs[1][1]]])

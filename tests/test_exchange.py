@@ -14,8 +14,8 @@ import nbformat
 import pytest
 
 from course_tools.course import assignments
-from course_tools.classroom.exchange import (collect_from_exchange, exchange_root,
-                                             release_feedback_to_exchange, release_to_exchange)
+from course_tools.classroom.exchange import (
+    collect_from_exchange, exchange_root, release_feedback_to_exchange, release_to_exchange)
 
 from .accounts import Step, accounts, act_as_students  # noqa: F401 (accounts: the session's fixture)
 from .conftest import ASSIGNMENTS, ROOT

@@ -29,8 +29,8 @@ TOY_SIZE = dict(d_model=32, n_heads=2, d_ff=64, n_encoder_layers=1, n_decoder_la
 @pytest.fixture
 def toy_gpu_preset(monkeypatch):
     """The gpu preset with every setting kept (dropout, norms, positions) but a toy width and depth."""
-    monkeypatch.setitem(TRANSFORMER_PRESETS, "gpu", dataclasses.replace(TRANSFORMER_PRESETS["gpu"],
-                                                                        **TOY_SIZE))
+    monkeypatch.setitem(
+        TRANSFORMER_PRESETS, "gpu", dataclasses.replace(TRANSFORMER_PRESETS["gpu"], **TOY_SIZE))
 
 
 def test_gpu_recipe_trains_with_bf16_autocast_then_reloads_and_decodes(toy_gpu_preset, tmp_path):

@@ -250,9 +250,8 @@ def test_forbid_blocks_the_kernels_behind_a_name_however_they_are_reached():
     """The kernels behind nn.RNNCell and torch.softmax, by any name: torch.X, torch._VF.X,
     torch.ops.aten.X (and an overload), a name taken before the block; a base class's constructor
     called on an object made with __new__; and honest code still runs."""
-    x, h, W_e, W_h, b = torch.randn(2, 3), torch.randn(2, 4), torch.randn(4,
-                                                                          3), torch.randn(4,
-                                                                                          4), torch.randn(4)
+    x, h, W_e, W_h, b = torch.randn(2, 3), torch.randn(2, 4), torch.randn(4, 3), torch.randn(
+        4, 4), torch.randn(4)
     captured, base_init = torch.rnn_tanh_cell, torch.nn.RNNBase.__init__
     kernels = [
         lambda: torch.rnn_tanh_cell(x, h, W_e, W_h, b), lambda: torch._VF.rnn_tanh_cell(x, h, W_e, W_h, b),

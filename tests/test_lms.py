@@ -237,8 +237,8 @@ MOODLE_HEADER = ("Identifier,Full name,Email address,Status,Grade,Maximum Grade,
 
 
 @pytest.mark.parametrize("ids_only", [False, True], ids=["the roster", "a roster of ids only"])
-def test_a_moodle_email_whose_local_part_is_another_students_id_gets_nothing(course, tmp_path, monkeypatch,
-                                                                             capsys, ids_only):
+def test_a_moodle_email_whose_local_part_is_another_students_id_gets_nothing(
+        course, tmp_path, monkeypatch, capsys, ids_only):
     """Zed has no submission; the part before the @ of Zed's address is alice's id. Zed's row stays
     as it was and alice's grade goes nowhere but alice's own row, found by her full address."""
     export = tmp_path / "worksheet.csv"

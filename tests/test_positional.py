@@ -87,8 +87,8 @@ def test_rotation_is_block_diagonal_orthogonal_and_a_group():
         ((5, 8), torch.arange(5)),
         ((2, 4, 6), torch.tensor([7, 0, 3, 12])),
         ((2, 3, 4, 16), torch.arange(4) + 100),
-        ((2, 3, 4, 16), torch.tensor([[[0, 1, 2, 3]], [[9, 10, 11, 12]]
-                                      ])),  # (B, 1, T): a different offset per row
+        # (B, 1, T): a different offset per row
+        ((2, 3, 4, 16), torch.tensor([[[0, 1, 2, 3]], [[9, 10, 11, 12]]])),
     ])
 def test_rope_matches_complex_multiplication(shape, positions):
     seed_everything(0)

@@ -209,8 +209,8 @@ def test_after_a_whole_term_a_student_reads_only_what_is_public(accounts):
                    f"autograded/{alice}/toy/grading.json", "build/sample/solutions/toy/toy.ipynb",
                    "build/sample/gradebook.db", "build/grades.csv", "build/similarity/toy/index.html"):
         assert str(root / secret) in paths, f"the term left no {secret}"
-    assert any("/gradebook-backups/" in path for path in paths) and any("/build/autograde/" in path
-                                                                        for path in paths)
+    assert any("/gradebook-backups/" in path
+               for path in paths) and any("/build/autograde/" in path for path in paths)
 
     exchange = root / "build" / "exchange" / "attention-transformers"
     assert str(exchange / "outbound" / "toy" / "toy.ipynb") in readable

@@ -44,8 +44,8 @@ def test_integer_and_bool_tensors_keep_their_dtype_floats_compare_by_value():
     assert "dtype" in compare(record(ids), record(ids.float()))
     assert "dtype" in compare(record(ids > 2), record((ids > 2).long()))
     assert compare(record(ids), record(ids.clone())) is None
-    assert compare(record(torch.tensor([0.5, 1.5])), record(torch.tensor([0.5, 1.5],
-                                                                         dtype=torch.float64))) is None
+    assert compare(
+        record(torch.tensor([0.5, 1.5])), record(torch.tensor([0.5, 1.5], dtype=torch.float64))) is None
 
 
 def test_mappings_may_hold_extra_keys_counters_compare_their_non_zero_counts():
@@ -93,9 +93,9 @@ def test_a_checked_value_is_compared_with_what_the_test_expected_at_its_toleranc
 
 def test_gradients_are_compared_where_recorded():
     expected = record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))], "parameters": {}})
-    assert compare(expected,
-                   record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))],
-                                                    "parameters": {}})) is None
+    assert compare(
+        expected, record(torch.ones(2), gradients={"inputs": [plain(torch.ones(2))],
+                                                   "parameters": {}})) is None
     assert "gradient" in compare(expected,
                                  record(torch.ones(2), gradients={"inputs": [None], "parameters": {}}))
 

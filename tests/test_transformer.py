@@ -48,8 +48,8 @@ def test_param_count_against_nn_transformer(profile):
     torch_core = nn.Transformer(cfg.d_model, cfg.n_heads, cfg.n_encoder_layers, cfg.n_decoder_layers,
                                 cfg.d_ff, batch_first=True, norm_first=cfg.norm_first)
     embeddings_and_output = (300 + 450) * cfg.d_model  # tied output: counted once
-    assert transformer_param_count(cfg) == sum(p.numel()
-                                               for p in torch_core.parameters()) + embeddings_and_output
+    assert transformer_param_count(cfg) == sum(
+        p.numel() for p in torch_core.parameters()) + embeddings_and_output
     post = TRANSFORMER_PRESETS[profile].with_vocab(300, 450)
     # nn.Transformer keeps its two final LayerNorms even for post-LN; the paper has none
     post.norm_first = False
@@ -229,8 +229,8 @@ def test_llama_formula_against_modules_and_seed_table():
     for row in LLAMA_TABLE[:3]:
         assert llama_param_count(**row) == pytest.approx(row["published"], rel=0.01)
     big = LLAMA_TABLE[3]
-    assert llama_param_count(**big) / 1e9 == pytest.approx(55.9,
-                                                           abs=0.1)  # n_kv_heads = 8 does not give 65.2B
+    assert llama_param_count(**big) / 1e9 == pytest.approx(
+        55.9, abs=0.1)  # n_kv_heads = 8 does not give 65.2B
     assert llama_param_count(**{**big, "n_kv_heads": 64}) == pytest.approx(big["published"], rel=0.01)
 
 

@@ -20,10 +20,11 @@ ROSTER_COLUMNS = ("student_id", "name", "email", "canvas_id", "sis_user_id", "si
 
 # LMS column -> roster field holding the same identity, compared whole. A column's first field is its own;
 # student_id stands in for it only for a roster entry that has none (a roster of ids alone, no roster at all).
-CANVAS_KEYS = (("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"),
-               ("SIS Login ID", "student_id"), ("SIS User ID", "student_id"))
-MOODLE_KEYS = (("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address",
-                                                                                 "student_id"))
+CANVAS_KEYS = (
+    ("ID", "canvas_id"), ("SIS User ID", "sis_user_id"), ("SIS Login ID", "sis_login_id"),
+    ("SIS Login ID", "student_id"), ("SIS User ID", "student_id"))
+MOODLE_KEYS = (
+    ("Identifier", "moodle_identifier"), ("Email address", "email"), ("Email address", "student_id"))
 MOODLE_PARTICIPANT = re.compile(
     r"(?:Participant )?(\d+)")  # the worksheet's "Participant 5003"; downloads: 5003
 MAX_SHEET_BYTES = 50 << 20

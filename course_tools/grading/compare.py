@@ -84,23 +84,17 @@ def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_T
     atol, rtol = tolerance
     checked = {tuple(c["path"]): c for c in expected.get("checks", [])}
     initial = got.get("initial") if isinstance(got.get("initial"), dict) else {}
-    found = (_at(
-        "return value",
-        _compare(expected.get("return"), got.get("return"), "return value", atol * 2, rtol * 2,
-                 checked=checked)) or _at(
-                     "arguments after the call",
-                     _compare(expected.get("args_after"), got.get("args_after"), "arguments after the call",
-                              atol, rtol)) or _at(
-                                  "parameters as built",
-                                  _first(
-                                      _compare_as_check(c["expected"], initial.get(c["path"][1]),
-                                                        f"{c['path'][1]} as built", c["atol"], c["rtol"])
-                                      for c in expected.get("checks", []) if c["path"][:1] == ["initial"])) or
-             (_at(
-                 "the module's parameters after the call",
-                 _compare(expected["self_after"], got.get("self_after"),
-                          "the module's parameters after the call", atol * 2, rtol *
-                          2)) if "self_after" in expected else None))
+    as_built = (_compare_as_check(c["expected"], initial.get(c["path"][1]), f"{c['path'][1]} as built",
+                                  c["atol"], c["rtol"])
+                for c in expected.get("checks", []) if c["path"][:1] == ["initial"])
+    found = (_at("return value", _compare(expected.get("return"), got.get("return"), "return value",
+                                          atol * 2, rtol * 2, checked=checked))
+             or _at("arguments after the call", _compare(expected.get("args_after"), got.get("args_after"),
+                                                         "arguments after the call", atol, rtol))
+             or _at("parameters as built", _first(as_built)))
+    if not found and "self_after" in expected:
+        name = "the module's parameters after the call"
+        found = _at(name, _compare(expected["self_after"], got.get("self_after"), name, atol * 2, rtol * 2))
     if found or "gradients" not in expected:
         return found
     slack = GRADIENT_SLACK
@@ -254,8 +248,8 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
             _compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol, checked, (*path, mine[k][0]))
             for k in sorted(mine))
     if "set" in want:
-        return None if have.get("set") == want["set"] else _differ("values differ",
-                                                                   f"{name}: the sets differ")
+        return None if have.get("set") == want["set"] else _differ(
+            "values differ", f"{name}: the sets differ")
     if "module" in want:
         shapes = sorted(map(tuple, want["params"].values()))
         if "module" not in have or sorted(map(tuple, (have.get("params") or {}).values())) != shapes:
@@ -312,8 +306,8 @@ def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: fl
                        f"{name}: expected shape {tuple(want.shape)}, got shape {tuple(have.shape)}")
     # a mask, an index, a token id or a count is its dtype too (torch.long is not int32, nor a float);
     # floating results are compared by value whatever their precision
-    exact = want.dtype == torch.bool or have.dtype == torch.bool or not (want.is_floating_point() or
-                                                                         want.is_complex())
+    exact = want.dtype == torch.bool or have.dtype == torch.bool or not (
+        want.is_floating_point() or want.is_complex())
     if exact and want.dtype != have.dtype:
         return _differ("dtype differs", f"{name}: expected dtype {want.dtype}, got dtype {have.dtype}")
     want64, have64 = want.to(torch.float64), have.to(torch.float64)

@@ -62,8 +62,8 @@ def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str
         except MissingEntry:
             gradebook.add_notebook(notebook, assignment)
         for grade_id, maximum in points.items():
-            gradebook.update_or_create_grade_cell(grade_id, notebook, assignment, max_score=maximum,
-                                                  cell_type="code")
+            gradebook.update_or_create_grade_cell(
+                grade_id, notebook, assignment, max_score=maximum, cell_type="code")
         for grade_id in answers:
             gradebook.update_or_create_solution_cell(grade_id, notebook, assignment)
 

@@ -49,8 +49,8 @@ def _brief(value: Any, depth: int) -> str:
         if "module" in value:
             return f"a {value['module']} module"
         if "object" in value:
-            return f"a {value['object']}" + (f" {_brief(value['value'], depth + 1)}"
-                                             if "value" in value else "")
+            return f"a {value['object']}" + (
+                f" {_brief(value['value'], depth + 1)}" if "value" in value else "")
         return "{" + ", ".join(f"{k}: {_brief(v, depth + 1)}" for k, v in list(value.items())[:6]) + "}"
     if isinstance(value, (list, tuple)) and depth < 4:
         inner = ", ".join(_brief(v, depth + 1) for v in value[:6]) + (", …" if len(value) > 6 else "")
@@ -108,9 +108,9 @@ def probe_reports(cells: list, probes_of, calls: list[dict], texts: ProbeTexts, 
                 Probe(
                     grade_id=cell.grade_id, number=number, target=call["target"] +
                     (f".{call['method']}" if call.get("method") and call["kind"] == "method" else ""),
-                    hidden=call.get("segment") == "hidden", run=runs.get(k, "the submission's run"),
-                    outcome=outcome, counted=not failed, difference=str(mismatch or
-                                                                        ""), inputs=texts.inputs.get(k, ""),
-                    expected=texts.expected.get(k, ""), returned=returned(outcomes.get(k))))
+                    hidden=call.get("segment") == "hidden", run=runs.get(
+                        k, "the submission's run"), outcome=outcome, counted=not failed, difference=str(
+                            mismatch or ""), inputs=texts.inputs.get(k, ""), expected=texts.expected.get(
+                                k, ""), returned=returned(outcomes.get(k))))
             failed = failed or bool(mismatch)
     return reports

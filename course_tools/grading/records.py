@@ -138,9 +138,9 @@ def _result(data: object) -> Result:
     if not isinstance(data, dict) or set(data) != {f.name for f in fields(Result)} - {"probes"}:
         raise BadRecord(f"{RECORD} is not a grading record of this version")
     checks = data["checks"]
-    if not isinstance(checks, list) or not all(
-            isinstance(c, dict) and set(c) == {f.name
-                                               for f in fields(Check)} for c in checks):
+    if not isinstance(checks, list) or not all(isinstance(c, dict) and set(c) == {f.name
+                                                                                  for f in fields(Check)}
+                                               for c in checks):
         raise BadRecord(f"{RECORD}: its checks are not this version's")
     result = Result(**{**data, "checks": [Check(**check) for check in checks]})
     numbers = [result.max_score, result.seconds] + [n for c in result.checks for n in (c.points, c.score)]

@@ -159,12 +159,12 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
         check_cells = graded_plan(cells, solution, {})
-        check = run_plan(sandbox,
-                         Path(scratch) / "check",
-                         make_plan("check", check_cells, limits, cells, calls, replayable,
-                                   sampled=[]), {**files, "probes.json": record.outbox / "probes.json"},
-                         limits, course_lib=redacted_for(assignment, cells,
-                                                         calls), probe_inputs=record.outbox / "probes")
+        check = run_plan(
+            sandbox,
+            Path(scratch) / "check",
+            make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
+            {**files, "probes.json": record.outbox / "probes.json"}, limits, course_lib=redacted_for(
+                assignment, cells, calls), probe_inputs=record.outbox / "probes")
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
         usable = {}
         for k, call in enumerate(calls):

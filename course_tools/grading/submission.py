@@ -148,8 +148,8 @@ def answers(raw: dict, cells: list[Cell], ids: dict[str, str]) -> Answers:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) and all(isinstance(s, str)
-                                                                     for s in source) else source
+        source = "".join(source) if isinstance(source, list) and all(
+            isinstance(s, str) for s in source) else source
         if not isinstance(source, str):
             continue
         meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}

@@ -142,8 +142,8 @@ def block_height(block: str) -> float:
         formulas = max(1, block.count("$$") // 2)
         rows = block.count("\\\\") + formulas
         prose = re.sub(r"\$\$.*?\$\$", "", block, flags=re.DOTALL)
-        return 16 + 36 * rows + 24 * formulas + (TEXT_LINE *
-                                                 _wrapped(_plain(prose), TEXT_CHARS) if prose.strip() else 0)
+        return 16 + 36 * rows + 24 * formulas + (
+            TEXT_LINE * _wrapped(_plain(prose), TEXT_CHARS) if prose.strip() else 0)
     if kind == "table":
         rows = [line for line in lines if not re.match(r"\|?\s*:?-+", line)]
         columns = max(1, rows[0].strip().strip("|").count("|") + 1)

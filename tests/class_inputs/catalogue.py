@@ -102,8 +102,9 @@ DOWNLOADS = [
     DownloadCase(
         "setuid_program_as_notebook", "a program under the notebook's name, mode 4755 in the zip entry",
         lambda nb:
-        {"dupontbob_1002_777002_work.zip": archive(Member(nb, ELF + b"bob", stat.S_IFREG | 0o4755))},
-        placed={"bob": "bob"}, status=0),  # placed as data: a regular file, no setuid or exec bit
+        {"dupontbob_1002_777002_work.zip": archive(Member(nb, ELF + b"bob", stat.S_IFREG | 0o4755))}, placed={
+            "bob": "bob"
+        }, status=0),  # placed as data: a regular file, no setuid or exec bit
     DownloadCase(
         "symlink_member", "the notebook as a symbolic link to the solutions", lambda nb: {
             "dupontbob_1002_777002_work.zip": archive(
@@ -136,15 +137,15 @@ DOWNLOADS = [
         }, unplaced=("Moodle's pattern twice", )),
     DownloadCase(
         "dotdot_member", "a ../ member beside the notebook (stopped nbgrader's whole import)", lambda nb: {
-            "dupontbob_1002_777002_work.zip": archive(Member(nb,
-                                                             notebook("bob").encode()),
-                                                      Member("../notes.txt", b"escaped"))
+            "dupontbob_1002_777002_work.zip": archive(
+                Member(nb,
+                       notebook("bob").encode()), Member("../notes.txt", b"escaped"))
         }, refused={"bob": "leaves its folder"}),
     DownloadCase(
         "backslash_dotdot_member", "a Windows-style ..\\ member", lambda nb: {
-            "dupontbob_1002_777002_work.zip": archive(Member(nb,
-                                                             notebook("bob").encode()),
-                                                      Member("..\\notes.txt", b"escaped"))
+            "dupontbob_1002_777002_work.zip": archive(
+                Member(nb,
+                       notebook("bob").encode()), Member("..\\notes.txt", b"escaped"))
         }, refused={"bob": "leaves its folder"}),
     DownloadCase(
         "absolute_member", "a member with an absolute path",
@@ -158,12 +159,14 @@ DOWNLOADS = [
         "device_member", "a character device",
         lambda nb: {"dupontbob_1002_777002_work.zip": archive(Member(nb, b"", stat.S_IFCHR | 0o666))},
         refused={"bob": "is a device"}),
-    DownloadCase("nested_bomb", "32 MiB of zeros in a few KiB, inside bob's zip",
-                 lambda nb: {"dupontbob_1002_777002_work.zip": archive(Member(nb, zeros(32 << 20)))},
-                 refused={"bob": "decompresses over 100 times"}),
-    DownloadCase("bomb_as_the_download_entry", "the same as bob's uploaded notebook itself",
-                 lambda nb: {f"dupontbob_1002_777002_{nb}": zeros(32 << 20)},
-                 refused={"bob": "decompresses over 100 times"}),
+    DownloadCase(
+        "nested_bomb", "32 MiB of zeros in a few KiB, inside bob's zip",
+        lambda nb: {"dupontbob_1002_777002_work.zip": archive(Member(nb, zeros(32 << 20)))},
+        refused={"bob": "decompresses over 100 times"}),
+    DownloadCase(
+        "bomb_as_the_download_entry", "the same as bob's uploaded notebook itself",
+        lambda nb: {f"dupontbob_1002_777002_{nb}": zeros(32 << 20)},
+        refused={"bob": "decompresses over 100 times"}),
     DownloadCase(
         "bomb_two_archives_deep", "the same in a zip in bob's zip", lambda nb: {
             "dupontbob_1002_777002_work.zip": archive(
@@ -171,8 +174,8 @@ DOWNLOADS = [
         }, refused={"bob": "decompresses over 100 times"}),
     DownloadCase(
         "too_large_notebook", "a 40 MiB notebook, stored without compression", lambda nb: {
-            "dupontbob_1002_777002_work.zip": archive(Member(nb, zeros(40 << 20)), compression=zipfile.
-                                                      ZIP_STORED)
+            "dupontbob_1002_777002_work.zip": archive(
+                Member(nb, zeros(40 << 20)), compression=zipfile.ZIP_STORED)
         }, refused={"bob": "is over 32 MiB"}),
     DownloadCase(
         "nested_too_deep", "a zip in a zip in bob's zip", lambda nb: {
@@ -186,8 +189,9 @@ DOWNLOADS = [
         refused={"bob": "over 1000 files"}),
     DownloadCase(
         "lying_header", "a table of contents that says the notebook is 10 bytes long", lambda nb: {
-            "dupontbob_1002_777002_work.zip": lying_about_size(archive(Member(nb,
-                                                                              notebook("bob").encode())), 10)
+            "dupontbob_1002_777002_work.zip": lying_about_size(
+                archive(Member(nb,
+                               notebook("bob").encode())), 10)
         }, refused={"bob": "cannot be read"}),
     DownloadCase(
         "honest_zip_of_a_folder",
@@ -200,17 +204,19 @@ DOWNLOADS = [
         }, placed={"bob": "bob"}, unplaced=("-checkpoint.ipynb' is not the assignment's notebook", )),
     DownloadCase(
         "two_copies", "the notebook twice in one zip: the first by name kept, the second named", lambda nb: {
-            "dupontbob_1002_777002_work.zip": archive(Member(nb,
-                                                             notebook("bob").encode()),
-                                                      Member(f"old/{nb}",
-                                                             notebook("old").encode()))
+            "dupontbob_1002_777002_work.zip": archive(
+                Member(nb,
+                       notebook("bob").encode()), Member(f"old/{nb}",
+                                                         notebook("old").encode()))
         }, placed={"bob": "bob"}, unplaced=("a second", )),
-    DownloadCase("reupload", "correct but different: a late re-upload, which Canvas names with -1",
-                 lambda nb: {f"dupontbob_LATE_1002_777002_{nb[:-6]}-1.ipynb": notebook("bob").encode()},
-                 placed={"bob": "bob"}, status=0),
-    DownloadCase("unknown_id_with_a_roster_name", "bob's name, another Canvas id: the name is never a match",
-                 lambda nb: {f"dupontbob_9999_777002_{nb}": notebook("not bob").encode()},
-                 unplaced=("no student of the roster has canvas_id 9999", )),
+    DownloadCase(
+        "reupload", "correct but different: a late re-upload, which Canvas names with -1",
+        lambda nb: {f"dupontbob_LATE_1002_777002_{nb[:-6]}-1.ipynb": notebook("bob").encode()},
+        placed={"bob": "bob"}, status=0),
+    DownloadCase(
+        "unknown_id_with_a_roster_name", "bob's name, another Canvas id: the name is never a match",
+        lambda nb: {f"dupontbob_9999_777002_{nb}": notebook("not bob").encode()},
+        unplaced=("no student of the roster has canvas_id 9999", )),
     DownloadCase(
         "moodle_online_text", "Moodle's online text beside a file submission", lambda nb: {
             "Bob Dupont_5002_assignsubmission_onlinetext_/onlinetext.html": b"<p>hi</p>",
