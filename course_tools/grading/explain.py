@@ -65,6 +65,13 @@ def _probe_title(probe: Probe) -> str:
             + ("" if probe.counted else " (after the cell's first failure: not counted)") + f" — {probe.run}")
 
 
+def _probes_by_cell(record: Result) -> dict[str, list[Probe]]:
+    by_cell: dict[str, list[Probe]] = {}
+    for probe in record.probes:
+        by_cell.setdefault(probe.grade_id, []).append(probe)
+    return by_cell
+
+
 def text_lines(record: Result) -> list[str]:
     """The report as lines; every text on one line, without what a terminal would run."""
     def one(text: str) -> str:
@@ -73,9 +80,7 @@ def text_lines(record: Result) -> list[str]:
     lines = [one(_headline(record))]
     for label, items in _about(record):
         lines += [f"  {label}: {one(item)}" for item in items]
-    by_cell: dict[str, list[Probe]] = {}
-    for probe in record.probes:
-        by_cell.setdefault(probe.grade_id, []).append(probe)
+    by_cell = _probes_by_cell(record)
     for check in record.checks:
         lines.append(f"{one(check.grade_id)}: {check.status}, {check.score:g} / {check.points:g}"
                      + (f" — the student read: {one(check.message)}" if check.message else ""))
@@ -101,11 +106,12 @@ def page(record: Result) -> str:
     for label, items in _about(record):
         if items:
             parts.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul>")
+    by_cell = _probes_by_cell(record)
     for check in record.checks:
         parts.append(f"<h2 class='{e(check.status)}'>{e(check.grade_id)}: {e(check.status)}, "
                      f"{check.score:g} / {check.points:g}</h2>"
                      + (f"<p>The student read: <code>{e(check.message)}</code></p>" if check.message else ""))
-        probes = [p for p in record.probes if p.grade_id == check.grade_id]
+        probes = by_cell.get(check.grade_id, [])
         if not probes:
             parts.append("<p>No replayed call: a person scores this cell.</p>")
             continue
