@@ -564,4 +564,19 @@ def bpe_decode(ids, merges):
         vocab[256 + k] = vocab[a] + vocab[b]
     return codecs.decode(bytes().join(vocab[t] for t in ids), "utf-8", errors="replace")
 """),
+    # ------------------------------------------------------------------ training_mfu
+    Alternative("training_mfu", "achieved FLOP/s per GPU over the peak, seconds from timedelta", """
+import datetime
+
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    seconds = datetime.timedelta(days=days).total_seconds()
+    achieved_per_gpu = 3 * (2 * n_params) * n_tokens / seconds / n_gpus
+    return achieved_per_gpu / peak_flops
+"""),
+    Alternative("training_mfu", "GPU-seconds the run would need at peak over those it had", """
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    gpu_seconds_at_peak = 6.0 * n_params * n_tokens / peak_flops
+    gpu_seconds_used = n_gpus * days * 86400.0
+    return gpu_seconds_at_peak / gpu_seconds_used
+"""),
 ]

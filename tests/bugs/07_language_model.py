@@ -461,7 +461,7 @@ _BPE_ENCODE_BUGS = [
 ''')),
     Bug("bpe_encode", "merges applied in reverse order",
         variant(_BPE_ENCODE, "for i, pair in enumerate(merges):", "for i, pair in reversed(list(enumerate(merges))):")),
-    Bug("bpe_encode", "characters' code points instead of UTF-8 bytes",
+    Bug("bpe_encode", "encodes code points (ord of each character), not UTF-8 bytes",
         variant(_BPE_ENCODE, 'ids = list(text.encode("utf-8"))', "ids = [ord(c) for c in text]")),
     Bug("bpe_encode", "overlapping occurrences all merged ('aaa' becomes [X, X])",
         variant(_BPE_ENCODE, '''                merged.append(256 + i)
@@ -491,9 +491,28 @@ _BPE_DECODE_BUGS = [
         variant(_BPE_DECODE, "pieces[left] + pieces[right]", "pieces[right] + pieces[left]")),
 ]
 
+# ----------------------------------------------------------------------------------------------- training_mfu
+_MFU = '''
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    needed = 6 * n_params * n_tokens
+    available = n_gpus * peak_flops * days * 24 * 3600
+    return float(needed / available)
+'''
+_MFU_BUGS = [
+    Bug("training_mfu", "the forward pass only: 2ND", variant(_MFU, "needed = 6 * n_params", "needed = 2 * n_params")),
+    Bug("training_mfu", "one backward product per forward one: 4ND",
+        variant(_MFU, "needed = 6 * n_params", "needed = 4 * n_params")),
+    Bug("training_mfu", "days taken as hours", variant(_MFU, "days * 24 * 3600", "days * 3600")),
+    Bug("training_mfu", "the peak of one GPU for the whole cluster", variant(_MFU, "n_gpus * peak_flops", "peak_flops")),
+    Bug("training_mfu", "a percentage instead of a fraction",
+        variant(_MFU, "return float(needed / available)", "return float(100 * needed / available)")),
+]
+
 TEMPLATES = {"RMSNorm": _RMS, "SwiGLU": _SWIGLU, "CausalSelfAttention": _ATTN, "GPTBlock": _BLOCK, "GPT": _GPT,
              "sample_next": _SAMPLE, "generate": _GENERATE, "configure_optimizer": _OPT, "cosine_lr": _COSINE,
-             "train_step": _STEP, "train_bpe": _TRAIN_BPE, "bpe_encode": _BPE_ENCODE, "bpe_decode": _BPE_DECODE}
+             "train_step": _STEP, "train_bpe": _TRAIN_BPE, "bpe_encode": _BPE_ENCODE, "bpe_decode": _BPE_DECODE,
+             "training_mfu": _MFU}
 
 BUGS = (_RMS_BUGS + _SWIGLU_BUGS + _ATTN_BUGS + _BLOCK_BUGS + _GPT_BUGS + _SAMPLE_BUGS + _GENERATE_BUGS + _OPT_BUGS
-        + _COSINE_BUGS + _STEP_BUGS + _TRAIN_BPE_BUGS + _BPE_ENCODE_BUGS + _BPE_DECODE_BUGS)
+        + _COSINE_BUGS + _STEP_BUGS + _TRAIN_BPE_BUGS + _BPE_ENCODE_BUGS + _BPE_DECODE_BUGS
+        + _MFU_BUGS)
