@@ -14,7 +14,9 @@ Sections of ``benchmarks/results/07_language_model.json``:
   minutes and tokens/s, the target (laptop: ≤ 1.70 in a notebook under 5 minutes on 2 idle cores);
   the count-based unigram/bigram/trigram baselines on the same validation plays, the loss inside
   and beyond the trained context, and the positions/score ablation with every seed's final loss
-  (``ablation_below_bigram``: every variant's worst seed under the bigram line);
+  (``ablation_below_bigram``: every variant's worst seed under the bigram line), and the byte-level
+  BPE model against the character model at equal training FLOPs (``bpe``: nats per character of
+  both on the same validation characters, vocabulary, characters per token, updates);
 * ``nanogpt_comparison``: nanoGPT's CPU recipe for shakespeare-char (GPT-2 style: LayerNorm,
   GELU MLP, learned positions, no biases as in its config; 4 layers, 4 heads, d 128, context 64,
   batch 12, lr 1e-3 → 1e-4 over 2000 steps, warm-up 100, AdamW β2 0.99, clip 1) against the
@@ -149,6 +151,7 @@ def main(argv=None) -> int:
                     "kv_cache",
                     "ablation",
                     "sampling",
+                    "bpe",
                 )
             },
         }

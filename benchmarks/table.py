@@ -195,6 +195,16 @@ def _kv_cache(flat: dict) -> tuple[str, bool]:
     return measured, cache["identical"] and speedup >= language_model.KV_CACHE_SPEEDUP
 
 
+def _bpe(flat: dict) -> tuple[str, None]:
+    """07's byte-level BPE model against its character model at equal training FLOPs, in nats/char."""
+    bpe = flat["bpe"]
+    measured = (f"characters {bpe['char_nats_per_char']:.3f} ({bpe['char_steps']} updates) vs BPE "
+                f"{bpe['bpe_nats_per_char']:.3f} nats/char ({bpe['vocab_size']} tokens, "
+                f"{bpe['bpe_steps']} updates, {bpe['chars_per_token']:.2f} characters per token) "
+                f"on {bpe['eval_chars']:,} validation characters")
+    return measured, None
+
+
 def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple[str, bool | None]]]]:
     """(assignment, target, check) of one profile, in course order."""
     limit = NOTEBOOK_MINUTES[profile]
@@ -213,7 +223,9 @@ def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple
             ("07_language_model", "GPT (07): every ablation variant below the bigram baseline, ≥ 2 seeds",
              _ablation),
             ("07_language_model", f"GPT (07): KV-cache generation ≥ {language_model.KV_CACHE_SPEEDUP:g}× "
-             "faster than recomputation, identical tokens", _kv_cache)
+             "faster than recomputation, identical tokens", _kv_cache),
+            ("07_language_model", "GPT (07): byte-level BPE vs characters at equal training FLOPs, nats/char",
+             _bpe),
         ]
     else:
         checks = [

@@ -65,7 +65,8 @@ SEED_TOPICS: dict[str, tuple[tuple[str, str], ...]] = {
         ("000", "minGPT on Shakespeare: sinusoidal against learned positions, additive against dot-product "
          "attention, by perplexity"),
         ("001", "the GPT parameter formula"),
-        ("003", "RMSNorm, RoPE, the KV cache, temperature and top-p, Llama-2 configurations with n_kv_heads"),
+        ("003", "RMSNorm, RoPE, the KV cache, temperature and top-p, Llama-2 configurations with n_kv_heads, "
+         "byte-level BPE and the 32,000-token vocabulary, LLaMA-65B's training compute as an MFU"),
     ),
 }
 

@@ -457,4 +457,126 @@ def train_step(model, batch, optimizer, clip):
     optimizer.zero_grad(set_to_none=True)
     return float(loss)
 '''),
+    # ------------------------------------------------------------------ train_bpe
+    Alternative("train_bpe", "Counter, max with a negated-pair key, merges in place with del", """
+import collections
+
+def train_bpe(text, n_merges):
+    ids = list(text.encode())
+    merges = []
+    for new in range(256, 256 + n_merges):
+        counts = collections.Counter(zip(ids, ids[1:]))
+        if not counts:
+            break
+        pair = max(counts, key=lambda p: (counts[p], -p[0], -p[1]))
+        i = 0
+        while i < len(ids) - 1:
+            if ids[i] == pair[0] and ids[i + 1] == pair[1]:
+                ids[i] = new
+                del ids[i + 1]
+            i += 1
+        merges.append(pair)
+    return merges
+"""),
+    Alternative("train_bpe", "dict counts recounted after each merge, the pick by sorting", """
+def train_bpe(text, n_merges):
+    ids = list(text.encode("utf-8"))
+    counts = {}
+    for a, b in zip(ids, ids[1:]):
+        counts[(a, b)] = counts.get((a, b), 0) + 1
+    merges = []
+    for k in range(n_merges):
+        live = {p: c for p, c in counts.items() if c > 0}
+        if not live:
+            break
+        best = sorted(live.items(), key=lambda item: (-item[1], item[0]))[0][0]
+        new, out, i = 256 + k, [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                out.append(new)
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        ids = out
+        counts = {}
+        for a, b in zip(ids, ids[1:]):
+            counts[(a, b)] = counts.get((a, b), 0) + 1
+        merges.append(tuple(best))
+    return merges
+"""),
+    # ------------------------------------------------------------------ bpe_encode
+    Alternative("bpe_encode", "one pass per merge, in the order learnt", """
+def bpe_encode(text, merges):
+    ids = list(bytes(text, "utf-8"))
+    for k, (left, right) in enumerate(merges):
+        out, i = [], 0
+        while i < len(ids):
+            if i < len(ids) - 1 and ids[i] == left and ids[i + 1] == right:
+                out.append(256 + k)
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        ids = out
+    return ids
+"""),
+    Alternative("bpe_encode", "earliest-learnt pair first, found by scanning positions", """
+def bpe_encode(text, merges):
+    rank = {(a, b): k for k, (a, b) in enumerate(merges)}
+    ids = [int(b) for b in text.encode("utf-8")]
+    while True:
+        found = [rank[(a, b)] for a, b in zip(ids, ids[1:]) if (a, b) in rank]
+        if not found:
+            return ids
+        k = min(found)
+        pair, merged, i = merges[k], [], 0
+        while i < len(ids):
+            if ids[i:i + 2] == [pair[0], pair[1]]:
+                merged.append(256 + k)
+                i += 2
+            else:
+                merged.append(ids[i])
+                i += 1
+        ids = merged
+"""),
+    # ------------------------------------------------------------------ bpe_decode
+    Alternative("bpe_decode", "recursive expansion into a bytearray", """
+def bpe_decode(ids, merges):
+    def expand(token, out):
+        if token < 256:
+            out.append(token)
+        else:
+            left, right = merges[token - 256]
+            expand(left, out)
+            expand(right, out)
+    out = bytearray()
+    for token in ids:
+        expand(token, out)
+    return out.decode("utf-8", "replace")
+"""),
+    Alternative("bpe_decode", "a dict of token bytes and bytes.join, codecs", """
+import codecs
+
+def bpe_decode(ids, merges):
+    vocab = {b: bytes([b]) for b in range(256)}
+    for k, (a, b) in enumerate(merges):
+        vocab[256 + k] = vocab[a] + vocab[b]
+    return codecs.decode(bytes().join(vocab[t] for t in ids), "utf-8", errors="replace")
+"""),
+    # ------------------------------------------------------------------ training_mfu
+    Alternative("training_mfu", "achieved FLOP/s per GPU over the peak, seconds from timedelta", """
+import datetime
+
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    seconds = datetime.timedelta(days=days).total_seconds()
+    achieved_per_gpu = 3 * (2 * n_params) * n_tokens / seconds / n_gpus
+    return achieved_per_gpu / peak_flops
+"""),
+    Alternative("training_mfu", "GPU-seconds the run would need at peak over those it had", """
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    gpu_seconds_at_peak = 6.0 * n_params * n_tokens / peak_flops
+    gpu_seconds_used = n_gpus * days * 86400.0
+    return gpu_seconds_at_peak / gpu_seconds_used
+"""),
 ]

@@ -356,9 +356,163 @@ _STEP_BUGS = [
         variant(_STEP, "y.reshape(-1))", "x.reshape(-1))")),
 ]
 
+# ----------------------------------------------------------------------------------------------- train_bpe
+_TRAIN_BPE = '''
+def train_bpe(text, n_merges):
+    ids = list(text.encode("utf-8"))
+    merges = []
+    for i in range(n_merges):
+        counts = {}
+        for pair in zip(ids, ids[1:]):
+            counts[pair] = counts.get(pair, 0) + 1
+        if not counts:
+            break
+        best = min(counts, key=lambda pair: (-counts[pair], pair))
+        merged, j = [], 0
+        while j < len(ids):
+            if j + 1 < len(ids) and (ids[j], ids[j + 1]) == best:
+                merged.append(256 + i)
+                j += 2
+            else:
+                merged.append(ids[j])
+                j += 1
+        ids = merged
+        merges.append(best)
+    return merges
+'''
+_TRAIN_BPE_BUGS = [
+    Bug("train_bpe", "ties broken towards the largest pair",
+        variant(_TRAIN_BPE, "min(counts, key=lambda pair: (-counts[pair], pair))",
+                "max(counts, key=lambda pair: (counts[pair], pair))")),
+    Bug("train_bpe", "ties broken by first occurrence in the text (dict order)",
+        variant(_TRAIN_BPE, "min(counts, key=lambda pair: (-counts[pair], pair))",
+                "max(counts, key=counts.get)")),
+    Bug("train_bpe", "overlapping pairs counted once ('aaa' holds (a, a) once)",
+        variant(_TRAIN_BPE, '''        for pair in zip(ids, ids[1:]):
+            counts[pair] = counts.get(pair, 0) + 1
+''', '''        k = 0
+        while k + 1 < len(ids):
+            pair = (ids[k], ids[k + 1])
+            counts[pair] = counts.get(pair, 0) + 1
+            k += 2 if ids[k] == ids[k + 1] else 1
+''')),
+    Bug("train_bpe", "off by one: the last pair of the sequence never counted",
+        variant(_TRAIN_BPE, "for pair in zip(ids, ids[1:]):", "for pair in zip(ids[:-1], ids[1:-1]):")),
+    Bug("train_bpe", "merges right to left ('aaa' becomes [a, X])",
+        variant(_TRAIN_BPE, '''        merged, j = [], 0
+        while j < len(ids):
+            if j + 1 < len(ids) and (ids[j], ids[j + 1]) == best:
+                merged.append(256 + i)
+                j += 2
+            else:
+                merged.append(ids[j])
+                j += 1
+        ids = merged
+''', '''        merged, j = [], len(ids) - 1
+        while j >= 0:
+            if j >= 1 and (ids[j - 1], ids[j]) == best:
+                merged.append(256 + i)
+                j -= 2
+            else:
+                merged.append(ids[j])
+                j -= 1
+        ids = merged[::-1]
+''')),
+    Bug("train_bpe", "characters' code points instead of UTF-8 bytes",
+        variant(_TRAIN_BPE, 'ids = list(text.encode("utf-8"))', "ids = [ord(c) for c in text]")),
+    Bug("train_bpe", "new tokens numbered from 255",
+        variant(_TRAIN_BPE, "merged.append(256 + i)", "merged.append(255 + i)")),
+]
+
+# ----------------------------------------------------------------------------------------------- bpe_encode
+_BPE_ENCODE = '''
+def bpe_encode(text, merges):
+    ids = list(text.encode("utf-8"))
+    for i, pair in enumerate(merges):
+        merged, j = [], 0
+        while j < len(ids):
+            if j + 1 < len(ids) and (ids[j], ids[j + 1]) == tuple(pair):
+                merged.append(256 + i)
+                j += 2
+            else:
+                merged.append(ids[j])
+                j += 1
+        ids = merged
+    return ids
+'''
+_BPE_ENCODE_BUGS = [
+    Bug("bpe_encode", "merges applied out of order: the leftmost pair that is a merge first",
+        variant(_BPE_ENCODE, '''    for i, pair in enumerate(merges):
+        merged, j = [], 0
+        while j < len(ids):
+            if j + 1 < len(ids) and (ids[j], ids[j + 1]) == tuple(pair):
+                merged.append(256 + i)
+                j += 2
+            else:
+                merged.append(ids[j])
+                j += 1
+        ids = merged
+''', '''    rank = {tuple(pair): i for i, pair in enumerate(merges)}
+    while True:
+        at = next((j for j in range(len(ids) - 1) if (ids[j], ids[j + 1]) in rank), None)
+        if at is None:
+            break
+        ids[at:at + 2] = [256 + rank[(ids[at], ids[at + 1])]]
+''')),
+    Bug("bpe_encode", "merges applied in reverse order",
+        variant(_BPE_ENCODE, "for i, pair in enumerate(merges):", "for i, pair in reversed(list(enumerate(merges))):")),
+    Bug("bpe_encode", "encodes code points (ord of each character), not UTF-8 bytes",
+        variant(_BPE_ENCODE, 'ids = list(text.encode("utf-8"))', "ids = [ord(c) for c in text]")),
+    Bug("bpe_encode", "overlapping occurrences all merged ('aaa' becomes [X, X])",
+        variant(_BPE_ENCODE, '''                merged.append(256 + i)
+                j += 2''', '''                merged.append(256 + i)
+                j += 2 if j + 2 >= len(ids) or (ids[j + 1], ids[j + 2]) != tuple(pair) else 1''')),
+]
+
+# ----------------------------------------------------------------------------------------------- bpe_decode
+_BPE_DECODE = '''
+def bpe_decode(ids, merges):
+    pieces = [bytes([b]) for b in range(256)]
+    for left, right in merges:
+        pieces.append(pieces[left] + pieces[right])
+    return b"".join(pieces[t] for t in ids).decode("utf-8", errors="replace")
+'''
+_BPE_DECODE_BUGS = [
+    Bug("bpe_decode", "each token decoded on its own (a split character becomes U+FFFD)",
+        variant(_BPE_DECODE, 'return b"".join(pieces[t] for t in ids).decode("utf-8", errors="replace")',
+                'return "".join(pieces[t].decode("utf-8", errors="replace") for t in ids)')),
+    Bug("bpe_decode", "strict UTF-8: invalid bytes raise",
+        variant(_BPE_DECODE, '.decode("utf-8", errors="replace")', '.decode("utf-8")')),
+    Bug("bpe_decode", "Latin-1 instead of UTF-8",
+        variant(_BPE_DECODE, '.decode("utf-8", errors="replace")', '.decode("latin-1")')),
+    Bug("bpe_decode", "invalid bytes dropped (errors='ignore')",
+        variant(_BPE_DECODE, 'errors="replace"', 'errors="ignore"')),
+    Bug("bpe_decode", "a merge's halves joined in the wrong order",
+        variant(_BPE_DECODE, "pieces[left] + pieces[right]", "pieces[right] + pieces[left]")),
+]
+
+# ----------------------------------------------------------------------------------------------- training_mfu
+_MFU = '''
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    needed = 6 * n_params * n_tokens
+    available = n_gpus * peak_flops * days * 24 * 3600
+    return float(needed / available)
+'''
+_MFU_BUGS = [
+    Bug("training_mfu", "the forward pass only: 2ND", variant(_MFU, "needed = 6 * n_params", "needed = 2 * n_params")),
+    Bug("training_mfu", "one backward product per forward one: 4ND",
+        variant(_MFU, "needed = 6 * n_params", "needed = 4 * n_params")),
+    Bug("training_mfu", "days taken as hours", variant(_MFU, "days * 24 * 3600", "days * 3600")),
+    Bug("training_mfu", "the peak of one GPU for the whole cluster", variant(_MFU, "n_gpus * peak_flops", "peak_flops")),
+    Bug("training_mfu", "a percentage instead of a fraction",
+        variant(_MFU, "return float(needed / available)", "return float(100 * needed / available)")),
+]
+
 TEMPLATES = {"RMSNorm": _RMS, "SwiGLU": _SWIGLU, "CausalSelfAttention": _ATTN, "GPTBlock": _BLOCK, "GPT": _GPT,
              "sample_next": _SAMPLE, "generate": _GENERATE, "configure_optimizer": _OPT, "cosine_lr": _COSINE,
-             "train_step": _STEP}
+             "train_step": _STEP, "train_bpe": _TRAIN_BPE, "bpe_encode": _BPE_ENCODE, "bpe_decode": _BPE_DECODE,
+             "training_mfu": _MFU}
 
 BUGS = (_RMS_BUGS + _SWIGLU_BUGS + _ATTN_BUGS + _BLOCK_BUGS + _GPT_BUGS + _SAMPLE_BUGS + _GENERATE_BUGS + _OPT_BUGS
-        + _COSINE_BUGS + _STEP_BUGS)
+        + _COSINE_BUGS + _STEP_BUGS + _TRAIN_BPE_BUGS + _BPE_ENCODE_BUGS + _BPE_DECODE_BUGS
+        + _MFU_BUGS)
