@@ -18,6 +18,10 @@ os.makedirs(c.Exchange.root, exist_ok=True)
 # A deleted or retyped test cell is put back from the source notebook before grading.
 c.OverwriteCells.add_missing_cells = True
 
+# Per-student hidden inputs (README, "Per-student hidden inputs"): how many variants of its hidden
+# checks' inputs each assignment has; a student's is a hash of their id. 1: the notebook's own for all.
+c.HiddenVariants.count = 1
+
 # Seconds per cell. The smoke profile (chosen when nbgrader sets NBGRADER_EXECUTION) keeps whole
 # notebooks under a minute, so a cell that runs this long is stuck.
 c.Execute.timeout = 120

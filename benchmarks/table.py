@@ -318,11 +318,22 @@ def _autograde(folder: Path) -> list[Row]:
         ", ".join(f"--jobs {name[4:]}: {run['seconds_per_student']:.1f} s" for name, run in runs.items()) +
         f" ({len(report['assignments'])} assignments, {report['students']} students each)" +
         (f"; beside {load['hogs']} CPU-bound processes, with the alternatives: {load['differ']} grades "
-         f"differ" if load else "") + (f"; {unexpected} unexpected grades" if unexpected else ""))
+         f"differ" if load else "") + (f"; {unexpected} unexpected grades" if unexpected else "") +
+        _variants(report))
     whole_course = set(report["assignments"]) == {a.id for a in assignments(ROOT)} and "jobs1" in runs
     met = None if not whole_course else \
         not unexpected and runs["jobs1"]["seconds_per_student"] <= AUTOGRADE_SECONDS
     return [_row("autograde", target, report, path, measured, False if unexpected else met)]
+
+
+def _variants(report: dict) -> str:
+    """The variants of the hidden inputs a batch was spread over, and what each variant's reference cost."""
+    per_variant = [s for seconds in report.get("reference_seconds", {}).values()
+                   for s in (seconds if isinstance(seconds, list) else [seconds])]
+    if report.get("variants", 1) <= 1 or not per_variant:
+        return ""
+    return (f"; {report['variants']} variants of the hidden inputs, each variant's reference "
+            f"{sum(per_variant) / len(per_variant) * len(report['reference_seconds']):.0f} s for the course")
 
 
 def _autograde_class(folder: Path) -> list[Row]:

@@ -383,8 +383,8 @@ def grade_in_order(root: str, students: list[str]) -> list[dict]:
     from course_tools.course import assignments
 
     assignment = assignments(Path(root), [ASSIGNMENT])[0]
-    with open_batch(assignment, source_cells(assignment.source), LIMITS, jobs=1) as context:
-        return [asdict(grade_student(context, student)) for student in students]
+    with open_batch(assignment, source_cells(assignment.source), LIMITS, jobs=1) as contexts:
+        return [asdict(grade_student(contexts[0], student)) for student in students]
 
 
 @pytest.fixture(scope="module")

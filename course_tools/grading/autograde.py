@@ -34,7 +34,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Iterator, TextIO
+from typing import Iterable, Iterator, TextIO
 
 from course_tools.course import Assignment, CourseError, assignments
 from course_tools.untrusted import Missing, Unreadable, no_links, read_bytes, safe_text, text_table
@@ -49,6 +49,7 @@ from .sandbox import Sandbox
 from .scrub import Scrubber, probe_values
 from .student import Context, grade_student, test_cells
 from .submission import MAX_NOTEBOOK_BYTES, Cell, cell_ids, release_stubs, source_cells
+from .variants import variant_count, variant_of
 
 
 def _slots(jobs: int) -> queue.Queue[int]:
@@ -61,7 +62,7 @@ def _slots(jobs: int) -> queue.Queue[int]:
 def stage_probe_inputs(reference: Reference, work: Path) -> Path:
     """The probes' inputs without the solution's results: what the grader hands each student's run,
     one check at a time (:class:`.runs.ProbeServer`)."""
-    staged = work / "_probe_inputs"
+    staged = work / f".probe-inputs-{reference.variant}"  # no student id starts with a dot
     staged.mkdir(parents=True)
     for path in (reference.folder / "probes").glob("*.pkl"):
         shutil.copy(path, staged / path.name)
@@ -88,21 +89,27 @@ def hidden_values(reference: Reference) -> Scrubber:
 
 @contextlib.contextmanager
 def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: int = 1,
-          isolated: bool = True) -> Iterator[Context]:
-    """What the graders of one batch share (:class:`Context`): the sandbox with ``jobs`` slots, the
-    solution's probes, the redacted course_lib; the sandbox and its working folder go at the end."""
+          isolated: bool = True, variants: Iterable[int] = (0,)) -> Iterator[dict[int, Context]]:
+    """What the graders of one batch share (:class:`Context`), per variant of the hidden inputs in
+    ``variants``: the sandbox with ``jobs`` slots (one for all), that variant's solution probes, the
+    redacted course_lib; the sandbox and its working folder go at the end."""
     sandbox = Sandbox(isolated)
     if sandbox.warning:
         print(f"course: {sandbox.warning}", file=sys.stderr)
     files = {"files": assignment.release.parent} if assignment.release.parent.is_dir() else {}
     with sandbox:
         work = Path(tempfile.mkdtemp(prefix="autograde-", dir=sandbox.scratch))
-        reference = build_reference(assignment, cells, sandbox, limits, files)
-        yield Context(assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
-                      cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
-                      redacted_for(assignment, cells, reference.calls),
-                      reference_sources(references_of(cells, reference.calls)), _slots(jobs),
-                      hidden_values(reference), probe_texts(reference))
+        slots = _slots(jobs)
+        contexts = {}
+        for variant in sorted(set(variants)):
+            reference = build_reference(assignment, cells, sandbox, limits, files, variant)
+            contexts[variant] = Context(
+                assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
+                cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
+                redacted_for(assignment, cells, reference.calls),
+                reference_sources(references_of(cells, reference.calls)), slots, hidden_values(reference),
+                probe_texts(reference))
+        yield contexts
 
 
 def autograde(root: Path, assignment_id: str, students: list[str] | None = None, *, jobs: int = 1,
@@ -131,15 +138,20 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
         if saved else "gradebook: none yet, nothing to back up", file=out)
     gradebook.ensure_cells(url, assignment, cells)
     results = []
-    with batch(assignment, cells, limits, jobs=jobs, isolated=isolated) as context:
-        reference = context.reference
+    count = variant_count(root)
+    # the student's id is the folder the collector named from what the exchange or the LMS vouches for
+    variant = {name: variant_of(assignment.id, name, count) for name in names}
+    with batch(assignment, cells, limits, jobs=jobs, isolated=isolated,
+               variants=set(variant.values()) or {0}) as contexts:
         if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
             in_gradebook = set(gradebook.scores(url, assignment.id))
+            graders = {name: contexts[variant[name]].reference.folder.name for name in names}
             results = [kept for name in names
-                       if (kept := unchanged(root, assignment, name, reference.folder.name, in_gradebook))]
+                       if (kept := unchanged(root, assignment, name, graders[name], in_gradebook))]
             names = [name for name in names if name not in {r.student for r in results}]
 
         def graded(student: str) -> Result:
+            context = contexts[variant[student]]
             digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
             try:
                 result = grade_student(context, student)
@@ -147,7 +159,8 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
             except Exception as error:
                 result = Result(student, assignment.id, FAILED, None, 0.0,
                                 reasons=[f"{GRADER_ERROR}: {error!r}"])
-            result.submission, result.grader = digest or "", reference.folder.name
+            result.submission, result.grader = digest or "", context.reference.folder.name
+            result.variant, result.variants = variant[student], count
             return result
 
         # One thread more than sandboxes: while ``jobs`` students run, another's results are compared.
@@ -156,7 +169,7 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
             for future in as_completed([pool.submit(graded, name) for name in names]):
                 result = future.result()
                 try:
-                    save(root, url, assignment, result, context.work)
+                    save(root, url, assignment, result, contexts[variant[result.student]].work)
                 except Exception as error:  # e.g. a locked database: report it, keep grading the others
                     result.status, result.reasons = FAILED, result.reasons + [f"{NOT_SAVED}: {error!r}"]
                 results.append(result)

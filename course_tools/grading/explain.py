@@ -52,7 +52,8 @@ def _headline(record: Result) -> str:
 
 
 def _about(record: Result) -> list[tuple[str, list[str]]]:
-    return [("reasons", record.reasons), ("notes", record.notes), ("lint findings", record.findings)]
+    return [("hidden inputs", [f"variant {record.variant} of {record.variants}"]),
+            ("reasons", record.reasons), ("notes", record.notes), ("lint findings", record.findings)]
 
 
 def _probe_fields(probe: Probe) -> list[tuple[str, str]]:

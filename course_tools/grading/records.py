@@ -68,6 +68,8 @@ class Result:
     submission: str = ""  # digest of what was graded (submission_digest): a rerun keeps an unchanged one
     grader: str = ""  # the reference it was graded against (its cache key: tests, solution and course_lib)
     kept: bool = False  # not graded in this run: the submission and the grader are those of the record
+    variant: int = 0  # the variant of the hidden inputs it was graded on (grading.variants), of ...
+    variants: int = 1  # ... the number the course had
     probes: list[Probe] = field(default_factory=list)  # every replayed call: saved apart (EXPLANATION)
 
 
@@ -155,6 +157,8 @@ def _result(data: object) -> Result:
         or not all(isinstance(t, str) for t in texts)
         or not all(isinstance(x, list) for x in (result.reasons, result.notes, result.findings))
         or not all(isinstance(b, bool) for b in [result.kept] + [c.verified for c in result.checks])
+        or not all(type(n) is int for n in (result.variant, result.variants))
+        or not 0 <= result.variant < result.variants
     ):
         raise BadRecord(f"{RECORD}: a field of the wrong type")
     return result

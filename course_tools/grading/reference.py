@@ -36,6 +36,7 @@ class Reference:
     folder: Path  # probes/<k>.pkl (inputs), probes/<k>.expected.pt (results), probes.json, usable.json
     calls: list[dict]
     usable: dict[int, str]  # probe -> "" when the grader replays it, else why it cannot
+    variant: int = 0  # whose hidden inputs: 0 the notebook's own, another drawn from other seeds (.variants)
     loaded: dict[int, dict] = field(default_factory=dict, repr=False)  # expected results read so far
 
     def replayed(self) -> list[int]:
@@ -137,7 +138,7 @@ def references_of(cells: list[Cell], calls: list[dict], keep: set[str] = frozens
 
 
 def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
-                    files: dict[str, Path]) -> Reference:
+                    files: dict[str, Path], variant: int = 0) -> Reference:
     """Record the solution's probes and keep those that replay exactly (cached per source and course_lib).
 
     The record run is the solution notebook with its test cells and the full course_lib (the tests
@@ -147,14 +148,15 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
     random state; the check run's record (with gradients, where the cell checks them) is what the
     students' answers are compared with.
     """
-    folder = assignment.root / "build" / "autograde" / assignment.id / f"reference-{grader_key(cells)}"
+    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(cells, variant)
     if (folder / "usable.json").is_file():
         usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
-        return Reference(folder, json.loads((folder / "probes.json").read_text()), usable)
+        return Reference(folder, json.loads((folder / "probes.json").read_text()), usable, variant)
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
         record = run_plan(sandbox,
-                          Path(scratch) / "record", make_plan("record", cells, limits), files, limits)
-        _solution_must_pass(assignment, cells, record)
+                          Path(scratch) / "record", make_plan("record", cells, limits, variant=variant),
+                          files, limits)
+        _solution_must_pass(assignment, cells, record, variant=variant)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
@@ -208,7 +210,13 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
         (staging / "usable.json").write_text(json.dumps(usable, indent=1))
         shutil.rmtree(folder, ignore_errors=True)
         staging.rename(folder)
-    return Reference(folder, calls, usable)
+    return Reference(folder, calls, usable, variant)
+
+
+def reference_name(cells: list[Cell], variant: int) -> str:
+    """The cache folder of a variant's reference, and the grader a record names: the grader's key and
+    the variant, so that a student graded on one variant never resumes against another's."""
+    return f"reference-{grader_key(cells)}-variant{variant}"
 
 
 def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
@@ -240,9 +248,10 @@ def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], san
 
 
 def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
-                        kinds: tuple[str, ...] = ("solution", "test", "other")) -> None:
+                        kinds: tuple[str, ...] = ("solution", "test", "other"), variant: int = 0) -> None:
     """The solution's cells of ``kinds`` all ran without error (in the check run, an experiment that
-    uses a redacted reference may fail: only the answer cells must run)."""
+    uses a redacted reference may fail: only the answer cells must run); a hidden check that fails
+    on a variant's inputs names the variant."""
     if run.failure:
         raise CourseError(f"{assignment.source}: the solution could not run in the sandbox: {run.failure}\n"
                           f"{run.log[-2000:]}")
@@ -250,7 +259,9 @@ def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
         event = run.steps.get(step, {"ok": False, "error": "not run"})
         if cell.kind in kinds and not event["ok"]:
             raise CourseError(f"{assignment.source}: the solution fails in the sandbox, cell "
-                              f"{cell.grade_id or step}: {event.get('error')}\n{run.log[-2000:]}")
+                              f"{cell.grade_id or step}"
+                              + (f" on the hidden inputs of variant {variant}" if variant else "")
+                              + f": {event.get('error')}\n{run.log[-2000:]}")
 
 
 def plan_limits(limits: Limits) -> dict:
@@ -260,14 +271,17 @@ def plan_limits(limits: Limits) -> dict:
 
 
 def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] = (), calls: list[dict] = (),
-              replay: list[int] = (), sampled: list[int] | None = None, bind: bool = False) -> Plan:
+              replay: list[int] = (), sampled: list[int] | None = None, bind: bool = False,
+              variant: int = 0) -> Plan:
     """The plan of a run of ``cells`` replaying the probes ``replay`` (of ``calls``), each after the
     plan step its test cell followed in ``source`` (the source notebook's cells); ``sampled``: the
-    probes replayed from several seeds (by default those ``calls`` marks as random)."""
+    probes replayed from several seeds (by default those ``calls`` marks as random); ``variant``: in a
+    record run, whose hidden inputs the test cells draw."""
     replay = list(replay)
     return Plan(mode, [c.as_plan() for c in cells], plan_limits(limits), replay,
                 replay_after(source, calls, replay) if replay else {},
-                [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind)
+                [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind,
+                variant=variant)
 
 
 MAX_RESULT_BYTES = 256 << 20

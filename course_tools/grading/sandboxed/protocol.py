@@ -35,6 +35,7 @@ class Plan:
     sampled: list[int] = field(default_factory=list)  # probes of random answers: several seeds each
     bind: bool = False  # bind each probe's dependencies to course_lib's references (the cascade)
     skip: dict[int, str] = field(default_factory=dict)  # step -> why it is not run (it broke a limit before)
+    variant: int = 0  # record mode: the variant whose hidden inputs the test cells draw (.variants)
 
     def __post_init__(self):
         if self.mode not in MODES:

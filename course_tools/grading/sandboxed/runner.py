@@ -158,14 +158,19 @@ def main(argv: list[str]) -> int:
 
     from . import probes
     from . import replay as replaying
+    from .variants import reseed
 
     # Everything the grading needs, bound here before any student code runs: rebinding the modules'
     # names afterwards changes nothing the runner calls.
     replay, guard, save = replaying.replay, replaying.guard, torch.save
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recorder = probes.Recorder() if plan.mode == "record" else None
+    draw_anew = None
     if recorder:
         recorder.install()
+        if plan.variant:  # this variant's hidden checks draw their inputs from seeds of its own
+            draw_anew = reseed(plan.variant, lambda: recorder.cell is not None
+                               and recorder.segment == "hidden" and not recorder.depth)
     shell = _shell()
     skip = plan.skip
     captured: dict = {}
@@ -188,6 +193,8 @@ def main(argv: list[str]) -> int:
         for segment, source in cell.get("segments") or [("visible", cell["source"])]:
             if recorder:
                 recorder.segment = segment
+                if draw_anew and segment == "hidden":
+                    draw_anew(cell["grade_id"])
             with guard(names, forbid, resolve_dotted, f"answer cell {cell['grade_id']}"):
                 result = shell.run_cell(source, store_history=False)
                 if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
