@@ -39,6 +39,14 @@ def test_a_record_reads_back_as_it_was_written(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == sorted([EXPLANATION, RECORD])  # no partial file left
 
 
+def test_a_record_written_before_variants_reads_as_variant_0_of_1(tmp_path):
+    """Recorded grades are never lost to a new field: the record of an earlier version lacks
+    ``variant`` and ``variants``, and was graded on the one set of hidden inputs there was."""
+    old = {k: v for k, v in asdict(_result()).items() if k not in ("variant", "variants", "probes")}
+    _written(tmp_path, data=old)
+    assert read_record(Assignment("toy", tmp_path), "ada") == _result()
+
+
 @pytest.mark.parametrize("data", [{"x": 1}, [{"grade_id": "x"}], [{**asdict(PROBE), "number": True}],
                                   [{**asdict(PROBE), "hidden": "yes"}]])
 def test_an_explanation_of_another_shape_is_a_bad_record(tmp_path, data):

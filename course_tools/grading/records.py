@@ -136,8 +136,16 @@ def _probes(data: object) -> list[Probe]:
     return probes
 
 
+# Fields a record written before they existed lacks; it was graded as their defaults say (before
+# variants, every student had the hidden inputs of variant 0 of 1), so it reads with them.
+ADDED_SINCE = {"variant": 0, "variants": 1}
+
+
 def _result(data: object) -> Result:
-    if not isinstance(data, dict) or set(data) != {f.name for f in fields(Result)} - {"probes"}:
+    expected = {f.name for f in fields(Result)} - {"probes"}
+    if isinstance(data, dict) and set(data) | set(ADDED_SINCE) == expected:
+        data = {**ADDED_SINCE, **data}
+    if not isinstance(data, dict) or set(data) != expected:
         raise BadRecord(f"{RECORD} is not a grading record of this version")
     checks = data["checks"]
     if not isinstance(checks, list) or not all(isinstance(c, dict) and set(c) == {f.name
