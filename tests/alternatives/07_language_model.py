@@ -555,21 +555,17 @@ def bpe_decode(ids, merges):
         expand(token, out)
     return out.decode("utf-8", "replace")
 """),
-    Alternative("bpe_decode", "a dict of token bytes and bytes.join, codecs", """
-import codecs
-
+    Alternative("bpe_decode", "a dict of token bytes and bytes.join, read with str(data, encoding)", """
 def bpe_decode(ids, merges):
     vocab = {b: bytes([b]) for b in range(256)}
     for k, (a, b) in enumerate(merges):
         vocab[256 + k] = vocab[a] + vocab[b]
-    return codecs.decode(bytes().join(vocab[t] for t in ids), "utf-8", errors="replace")
+    return str(bytes().join(vocab[t] for t in ids), "utf-8", "replace")
 """),
     # ------------------------------------------------------------------ training_mfu
-    Alternative("training_mfu", "achieved FLOP/s per GPU over the peak, seconds from timedelta", """
-import datetime
-
+    Alternative("training_mfu", "achieved FLOP/s per GPU over the peak, seconds from hours and minutes", """
 def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
-    seconds = datetime.timedelta(days=days).total_seconds()
+    seconds = days * 24 * 60 * 60
     achieved_per_gpu = 3 * (2 * n_params) * n_tokens / seconds / n_gpus
     return achieved_per_gpu / peak_flops
 """),
