@@ -5,6 +5,7 @@ import pytest
 
 from course_tools.course import assignments
 
+from .notebook_session import close_sessions
 from .shared import group_by_shared_fixture
 from .system import require_bwrap
 
@@ -22,6 +23,12 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 @pytest.fixture(autouse=True)
 def _isolated_runs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _kernels_closed_at_the_end():
+    yield
+    close_sessions()
 
 
 @pytest.fixture

@@ -2,9 +2,16 @@
 
 Shared by the catalogues that redefine graded names in a running notebook: the bug catalogue
 (tests/test_bug_catalogue.py), the alternative correct implementations (tests/test_alternatives.py)
-and the one-bug-costs-one-exercise check (tests/test_cascade.py).
+and the one-bug-costs-one-exercise check (tests/test_cascade.py). The three run on one executed
+notebook per assignment (:func:`solution_session`), kept on one pytest worker by their xdist group
+(:func:`session_group`): executing every notebook once instead of three times.
 """
 from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+import pytest
 
 from course_tools.notebooks import defined_names, graded_cells, nbgrader_meta, read_notebook, solution_cells
 
@@ -91,3 +98,35 @@ class NotebookSession:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+_SESSIONS: dict[str, NotebookSession] = {}
+
+
+def session_group(assignment):
+    """The tests of one assignment's shared session as pytest params: one xdist group, one worker."""
+    return pytest.param(assignment, id=assignment.id,
+                        marks=pytest.mark.xdist_group(f"notebook-{assignment.id}"))
+
+
+@contextlib.contextmanager
+def solution_session(assignment) -> Iterator[NotebookSession]:
+    """This worker's executed solution notebook of ``assignment``, for a test that redefines graded
+    names and restores each. It goes back for the next test only if every graded cell passes again
+    afterwards; a test that fails or leaves a definition changed closes it, and the next test
+    executes the notebook afresh."""
+    session = _SESSIONS.pop(assignment.id, None) or NotebookSession(assignment)
+    try:
+        yield session
+        left = session.first_failure()
+        assert left is None, f"the solution no longer passes after the redefinitions were undone: {left}"
+    except BaseException:
+        session.close()
+        raise
+    _SESSIONS[assignment.id] = session
+
+
+def close_sessions() -> None:
+    """Close the kernels of every shared session (at the end of the test run)."""
+    while _SESSIONS:
+        _SESSIONS.popitem()[1].close()

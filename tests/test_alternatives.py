@@ -14,7 +14,7 @@ import pytest
 
 from .alternatives import catalogue
 from .conftest import ASSIGNMENTS
-from .notebook_session import NotebookSession, catalogue_gaps, graded_names
+from .notebook_session import catalogue_gaps, graded_names, session_group, solution_session
 
 MIN_ALTERNATIVES_PER_NAME = 2
 
@@ -51,11 +51,10 @@ def test_catalogue_covers_every_graded_name(assignment):
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS if catalogue(a.id)])
+@pytest.mark.parametrize("assignment", [session_group(a) for a in ASSIGNMENTS if catalogue(a.id)])
 def test_every_alternative_passes_every_graded_cell(assignment):
-    session = NotebookSession(assignment)
     rejected = []
-    try:
+    with solution_session(assignment) as session:
         for alt in catalogue(assignment.id):
             defined = session.run(alt.code)
             failures = {"(definition)": defined.error} if not defined.ok else session.failures()
@@ -63,9 +62,5 @@ def test_every_alternative_passes_every_graded_cell(assignment):
             if failures:
                 rejected.append(f"{alt.target}: {alt.description}\n" +
                                 "\n".join(f"    {cell}: {error}" for cell, error in failures.items()))
-        assert session.first_failure(
-        ) is None, "the solution no longer passes after the alternatives were undone"
-    finally:
-        session.close()
     assert not rejected, (f"{len(rejected)} correct alternative(s) fail graded cells of {assignment.id}:\n"
                           + "\n".join(rejected))

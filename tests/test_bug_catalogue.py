@@ -21,7 +21,7 @@ import pytest
 from .bugs import catalogue, templates
 from .catalogue_submissions import own_checks
 from .conftest import ASSIGNMENTS
-from .notebook_session import NotebookSession, catalogue_gaps
+from .notebook_session import catalogue_gaps, session_group, solution_session
 
 MIN_BUGS_PER_FUNCTION = 3
 
@@ -45,11 +45,10 @@ def test_catalogue_covers_every_graded_function(assignment):
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS if catalogue(a.id)])
+@pytest.mark.parametrize("assignment", [session_group(a) for a in ASSIGNMENTS if catalogue(a.id)])
 def test_every_bug_is_caught(assignment):
-    session = NotebookSession(assignment)
     missed = []
-    try:
+    with solution_session(assignment) as session:
         typos = []
         for target, code in templates(assignment.id).items():
             defined = session.kernel.run(code)
@@ -68,9 +67,6 @@ def test_every_bug_is_caught(assignment):
             session.restore(bug.target)
             if not caught:
                 missed.append(f"{bug.target}: {bug.description}")
-        assert session.first_failure() is None, "the solution no longer passes after the bugs were undone"
-    finally:
-        session.kernel.close()
     assert not missed, (
         f"{len(missed)} bug(s) of {assignment.id} pass the visible checks of their own exercise "
         f"(Validate shows them green):\n" + "\n".join(missed))

@@ -12,7 +12,7 @@ import pytest
 
 from .bugs import catalogue
 from .conftest import ASSIGNMENTS
-from .notebook_session import NotebookSession
+from .notebook_session import session_group, solution_session
 
 # assignment -> [(graded name others depend on, description of the bug in tests/bugs, its own cells)]
 CASCADES = {
@@ -54,11 +54,10 @@ def test_cascade_bugs_exist():
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.id) for a in ASSIGNMENTS if a.id in CASCADES])
+@pytest.mark.parametrize("assignment", [session_group(a) for a in ASSIGNMENTS if a.id in CASCADES])
 def test_one_bug_fails_only_its_own_cells(assignment):
-    session = NotebookSession(assignment)
     problems = []
-    try:
+    with solution_session(assignment) as session:
         for target, description, own in CASCADES[assignment.id]:
             bug = _bug(assignment.id, target, description)
             defined = session.run(bug.code)
@@ -69,7 +68,4 @@ def test_one_bug_fails_only_its_own_cells(assignment):
                 problems.append(
                     f"bug in {target} ({description}): expected exactly {sorted(own)} to fail, got " +
                     ("; ".join(f"{cell}: {error}" for cell, error in failed.items()) or "none"))
-        assert session.first_failure() is None, "the solution no longer passes after the bugs were undone"
-    finally:
-        session.close()
     assert not problems, "\n".join(problems)

@@ -274,14 +274,14 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
         p = torch.exp(row - row.max())
         p = p / p.sum()
         if top_p is not None:
-            keep = torch.zeros_like(p, dtype=torch.bool)
-            total = 0.0
-            for i in sorted(range(p.numel()), key=lambda i: -float(p[i])):
+            probs = p.tolist()
+            keep, total = [False] * len(probs), 0.0
+            for i in sorted(range(len(probs)), key=lambda i: -probs[i]):
                 if total >= top_p:
                     break
                 keep[i] = True
-                total += float(p[i])
-            p = torch.where(keep, p, torch.zeros_like(p))
+                total += probs[i]
+            p = torch.where(torch.tensor(keep), p, torch.zeros_like(p))
             p = p / p.sum()
         rows.append(int(torch.multinomial(p, 1, generator=generator)))
     return torch.tensor(rows, dtype=torch.long)
