@@ -727,6 +727,26 @@ def test_missing_bubblewrap_is_a_clear_error(monkeypatch):
         Sandbox(isolated=True)
 
 
+@pytest.mark.parametrize("mode, refused", [(0o600, True), (0o644, False)])
+def test_an_installation_the_slot_user_cannot_read_is_refused(tmp_path, monkeypatch, bwrap, mode, refused):
+    """A checkout or virtual environment made under umask 077: a root grader's runs drop to a slot
+    user who can read none of it, so every run would fail; the grader refuses at once, naming the file."""
+    from course_tools.grading import isolation
+
+    library = tmp_path / "course_lib"
+    library.mkdir(mode=0o755)
+    (library / "grading.py").write_text("")
+    (library / "grading.py").chmod(mode)
+    monkeypatch.setattr(isolation, "_python_paths", lambda: [str(library)])
+    monkeypatch.setattr(isolation, "installed_course_lib", lambda: str(library))
+    if refused:
+        with pytest.raises(CourseError, match=r"cannot read .*course_lib/grading.py \(mode 600\).*umask 077"):
+            isolation.bwrap_or_refuse(root=True)
+    else:
+        assert isolation.bwrap_or_refuse(root=True)
+    assert isolation.bwrap_or_refuse(root=False)  # an ordinary grader's runs keep its own account
+
+
 @pytest.mark.notebook
 def test_the_unsandboxed_fallback_grades_trusted_notebooks(tmp_path):
     """--unsafe-no-sandbox: limits, rebuilt notebook and probes still apply; only isolation is missing."""

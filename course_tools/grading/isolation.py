@@ -5,14 +5,58 @@ and the tmpfs folders), the seccomp filter handed to it, and the clean environme
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 import sys
 from pathlib import Path
+
+from course_tools.course import CourseError
 
 from . import seccomp
 from .limits import Limits
 
 INBOX, OUTBOX, SCRATCH = "/sandbox/in", "/sandbox/out", "/sandbox/work"
 SHM = "/dev/shm"
+
+
+def bwrap_or_refuse(root: bool) -> str:
+    """bubblewrap's path, once this installation can be sandboxed: bwrap is installed and, for a root
+    grader (whose runs drop to a slot user), what the sandbox mounts is readable by other accounts."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        raise CourseError(
+            "bubblewrap (bwrap) is needed to grade untrusted submissions in isolation: install it "
+            "(apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap), or pass "
+            "--unsafe-no-sandbox to grade trusted notebooks with resource limits but no isolation")
+    unreadable = unreadable_mounts() if root else []
+    if unreadable:
+        path, mode = unreadable[0]
+        more = f" and {len(unreadable) - 1} more" if len(unreadable) > 1 else ""
+        raise CourseError(
+            f"the sandbox runs student code as an account of its own, which cannot read {path} (mode "
+            f"{mode:o}){more}: it was checked out or installed under umask 077. Make it readable "
+            f"(chmod -R a+rX {path}) or install again under umask 022; nothing was graded")
+    return bwrap
+
+
+def unreadable_mounts() -> list[tuple[str, int]]:
+    """(path, mode) of what the sandbox mounts that another account cannot read: every file and folder
+    of course_lib and of the sandboxed tooling, and each other mounted folder itself (a checkout or a
+    virtual environment made under umask 077 has files 0600 and folders 0700)."""
+    walked = {installed_course_lib(), *_sandboxed_tooling()}
+    found = []
+    for top in _python_paths():
+        paths = [top]
+        if top in walked:
+            for folder, folders, files in os.walk(top):
+                folders[:] = [f for f in folders if f != "__pycache__"]
+                paths += [os.path.join(folder, name) for name in folders + files if not name.endswith(".pyc")]
+        for path in paths:
+            mode = os.stat(path).st_mode
+            needed = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+            if mode & needed != needed:
+                found.append((path, stat.S_IMODE(mode)))
+    return found
 
 
 def seccomp_fd() -> int | None:

@@ -44,7 +44,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from course_tools.course import CourseError
 from course_tools.untrusted import tree_bytes
 
 from .isolation import (
@@ -52,6 +51,7 @@ from .isolation import (
     OUTBOX,
     SCRATCH,
     bwrap_command,
+    bwrap_or_refuse,
     environment,
     installed_course_lib,
     remap,
@@ -93,15 +93,9 @@ class Sandbox:
     """Builds and runs sandboxed commands; ``isolated=False`` is the documented unsafe fallback."""
 
     def __init__(self, isolated: bool = True):
-        self.bwrap = shutil.which("bwrap") if isolated else None
-        if isolated and not self.bwrap:
-            raise CourseError(
-                "bubblewrap (bwrap) is needed to grade untrusted submissions in isolation: install it "
-                "(apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap), or pass "
-                "--unsafe-no-sandbox to grade trusted notebooks with resource limits but no isolation"
-            )
         self.isolated = isolated
         self.root = os.geteuid() == 0
+        self.bwrap = bwrap_or_refuse(self.root) if isolated else None
         self.warning = (
             ""
             if isolated
