@@ -14,7 +14,9 @@ Sections of ``benchmarks/results/07_language_model.json``:
   minutes and tokens/s, the target (laptop: ≤ 1.70 in a notebook under 5 minutes on 2 idle cores);
   the count-based unigram/bigram/trigram baselines on the same validation plays, the loss inside
   and beyond the trained context, and the positions/score ablation with every seed's final loss
-  (``ablation_below_bigram``: every variant's worst seed under the bigram line), and the byte-level
+  (``ablation_below_bigram``: every variant's worst seed under the bigram line), the overfitting
+  experiment (``dropout``: training and validation loss of each seed without and with dropout on a
+  short slice of the training plays), and the byte-level
   BPE model against the character model at equal training FLOPs (``bpe``: nats per character of
   both on the same validation characters, vocabulary, characters per token, updates);
 * ``nanogpt_comparison``: nanoGPT's CPU recipe for shakespeare-char (GPT-2 style: LayerNorm,
@@ -41,7 +43,7 @@ ASSIGNMENT = "07_language_model"
 TARGET = 1.70  # nats per character, laptop profile
 GPU_TARGET, GPU_TRAIN_MINUTES = 1.45, 3.0  # nats per character within these training minutes on one H100
 # generation with the cache against recomputation, one training window (127 new tokens), laptop
-KV_CACHE_SPEEDUP = 2.0
+KV_CACHE_SPEEDUP = 2.0  # the fastest of the notebook's alternating rounds, each way, on one thread
 BUDGET_MINUTES = 5.0  # a whole laptop notebook on 2 idle CPU cores
 
 
@@ -151,6 +153,7 @@ def main(argv=None) -> int:
                     "kv_cache",
                     "ablation",
                     "sampling",
+                    "dropout",
                     "bpe",
                 )
             },

@@ -189,8 +189,10 @@ def _kv_cache(flat: dict) -> tuple[str, bool]:
     cache = flat["kv_cache"]
     speedup = cache["seconds_recompute"] / cache[
         "seconds_cached"]  # not the rounded figure the notebook prints
+    rounds = (f", fastest of {cache['rounds']} rounds (single rounds {min(cache['round_speedups']):.2f}–"
+              f"{max(cache['round_speedups']):.2f}×)" if "rounds" in cache else ", one round")
     measured = (f"{speedup:.3f}× at {cache['new_tokens']} new tokens "
-                f"({cache['seconds_cached']:.2f} s vs {cache['seconds_recompute']:.2f} s), "
+                f"({cache['seconds_cached']:.2f} s vs {cache['seconds_recompute']:.2f} s{rounds}), "
                 + ("identical tokens" if cache["identical"] else "tokens DIFFER"))
     return measured, cache["identical"] and speedup >= language_model.KV_CACHE_SPEEDUP
 
