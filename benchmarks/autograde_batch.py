@@ -11,8 +11,10 @@ before the timed runs. Each --jobs setting grades every batch in its own copy of
 gradebook), assignment by assignment, the settings taking turns to go first; each run checks that
 the honest students get full marks, the releases nothing and no bug full marks. Seconds per student
 are for a student's whole course: the sum over the assignments divided by the students. The
-students are spread over ``--variants`` variants of the hidden inputs (``c.HiddenVariants.count``),
-each variant's reference built and timed before the timed runs.
+students are spread over ``--variants`` variants of the hidden inputs (``c.HiddenVariants.count``).
+Before the timed runs, each assignment's reference is built twice and timed: variant 0 alone, then
+every variant at once (as ``course autograde`` builds them); the difference over the other
+variants is what one more variant costs.
 
 With ``--load N``, the batch again, with one student more per round of the alternatives catalogue
 (tests/alternatives: full marks), graded with --jobs 2 once on its own and once beside N CPU-bound
@@ -149,14 +151,14 @@ def run_loaded(template: Path, assignments: list[str], kinds: dict[str, dict[str
 def run(assignments: list[str], students: int, jobs: list[int], load: int = 0, variants: int = 1) -> dict:
     from benchmarks._notebook_run import machine
     from course_tools.grading.autograde import autograde, limits_for
-    from course_tools.grading.reference import build_reference
+    from course_tools.grading.reference import build_references
     from course_tools.course import assignments as course_assignments
     from course_tools.publishing.sample import scratch_course
     from course_tools.grading.sandbox import Sandbox
     from course_tools.grading.submission import source_cells
 
     report: dict = {"assignments": assignments, "students": students, "machine": machine(), "batch": {},
-                    "variants": variants, "reference_seconds": {},
+                    "variants": variants, "reference_seconds": {}, "reference_seconds_per_variant": {},
                     "by_assignment": {name: {} for name in assignments}}
     with tempfile.TemporaryDirectory(prefix="bench-autograde-") as scratch:
         template = Path(scratch) / "template"
@@ -168,13 +170,20 @@ def run(assignments: list[str], students: int, jobs: list[int], load: int = 0, v
             kinds[assignment] = make_batch(template, assignment, students)
             report["batch"][assignment] = dict(Counter(k.split(":")[0] for k in kinds[assignment].values()))
             course = course_assignments(template, [assignment])[0]
-            report["reference_seconds"][assignment] = []  # per variant of the hidden inputs
-            for variant in range(variants):
+            seconds = {}
+            # variant 0 alone, then every variant at once
+            for built in ([0], list(range(variants))) if variants > 1 else ([0],):
+                shutil.rmtree(template / "build" / "autograde" / assignment, ignore_errors=True)
                 started = time.perf_counter()
                 with Sandbox() as sandbox:
-                    build_reference(course, source_cells(course.source), sandbox, limits_for(template),
-                                    {"files": course.release.parent}, variant)
-                report["reference_seconds"][assignment].append(round(time.perf_counter() - started, 1))
+                    build_references(course, source_cells(course.source), sandbox, limits_for(template),
+                                     {"files": course.release.parent}, built)
+                seconds[len(built)] = round(time.perf_counter() - started, 1)
+            report["reference_seconds"][assignment] = {"variant 0": seconds[1],
+                                                       f"{variants} variants": seconds[variants]}
+            if variants > 1:  # what each variant after the first adds
+                report["reference_seconds_per_variant"][assignment] = round(
+                    (seconds[variants] - seconds[1]) / (variants - 1), 1)
         roots = {n: shutil.copytree(template, Path(scratch) / f"jobs{n}") for n in jobs}
         for index, assignment in enumerate(assignments):
             # take turns going first: load changes hit both alike

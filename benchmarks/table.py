@@ -329,13 +329,13 @@ def _autograde(folder: Path) -> list[Row]:
 
 
 def _variants(report: dict) -> str:
-    """The variants of the hidden inputs a batch was spread over, and what each variant's reference cost."""
-    per_variant = [s for seconds in report.get("reference_seconds", {}).values()
-                   for s in (seconds if isinstance(seconds, list) else [seconds])]
-    if report.get("variants", 1) <= 1 or not per_variant:
+    """The variants of the hidden inputs a batch was spread over, and what each variant after the
+    first adds to the course's references (all variants are built in one record run)."""
+    added = report.get("reference_seconds_per_variant", {})
+    if report.get("variants", 1) <= 1 or not added:
         return ""
-    return (f"; {report['variants']} variants of the hidden inputs, each variant's reference "
-            f"{sum(per_variant) / len(per_variant) * len(report['reference_seconds']):.0f} s for the course")
+    return (f"; {report['variants']} variants of the hidden inputs, each after the first adding "
+            f"{sum(added.values()):.0f} s to the course's references")
 
 
 def _autograde_class(folder: Path) -> list[Row]:

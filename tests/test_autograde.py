@@ -806,7 +806,7 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     expected = {s: f.expected.score for s, f in fixtures.items()}
     assert {s: r.score for s, r in results.items()} == expected
     url = gradebook.db_url(root)
-    assert {s: g["score"] for s, g in gradebook.scores(url, ASSIGNMENT).items()} == expected
+    assert {s: g.score for s, g in gradebook.scores(url, ASSIGNMENT).items()} == expected
     assert records() == set(fixtures)
 
     changed = sorted(saved)[0]
@@ -817,7 +817,7 @@ def test_a_killed_batch_resumes_without_losing_or_duplicating_a_grade(tmp_path):
     }
     assert {s for s, r in again.items() if not r.kept} == {changed}
     assert again[changed].score != expected[changed]
-    assert gradebook.scores(url, ASSIGNMENT)[changed]["score"] == again[changed].score
+    assert gradebook.scores(url, ASSIGNMENT)[changed].score == again[changed].score
 
 
 @needs_bwrap

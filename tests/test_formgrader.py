@@ -6,8 +6,10 @@ the grader flags that cell for a person. A TA opens formgrader's Manual Grading 
 submissions, then the flagged student's), sees the cell marked as needing a grade beside our
 automatic scores, and types a manual score and a comment. That score is then in `course grades`
 (the student's status turns from "needs manual review" to graded) and in the Canvas and Moodle
-sheets, and it survives a later `course autograde`. Screenshots: ``formgrader/`` beside the other
-browser tests' (1 the Manual Grading list, 2 the flagged cell, 3 the manual score saved).
+sheets, and it survives a later `course autograde`, as does the comment, which `course grades` lists
+and the student's feedback page shows beside the check. Screenshots: ``formgrader/`` beside the
+other browser tests' (1 the Manual Grading list, 2 the flagged cell, 3 the manual score saved).
+A cheaper test writes comments through nbgrader's own gradebook API, as formgrader does.
 """
 from __future__ import annotations
 
@@ -30,8 +32,7 @@ from .submissions.catalogue import answered
 from .submissions.toy import ASSIGNMENT, POINTS, make_course
 from .system import needs_bwrap
 from .test_jupyterlab import jupyter_lab
-
-pytestmark = [pytest.mark.notebook, pytest.mark.browser, pytest.mark.xdist_group("jupyterlab")]
+from .toy_course import ROOT, answer_notebook, graded_submission
 
 FLAGGED = "test_softmax"  # the test cell a person scores
 COMMENTED = "answer_softmax"  # the answer cell the person comments on
@@ -66,6 +67,9 @@ def _manual(root: Path) -> tuple:
 
 
 @needs_bwrap
+@pytest.mark.notebook
+@pytest.mark.browser
+@pytest.mark.xdist_group("jupyterlab")
 def test_a_ta_scores_a_flagged_cell_in_formgrader_and_the_grade_reaches_the_lms(tmp_path, monkeypatch,
                                                                                 capsys):
     browser.require_browser()
@@ -152,3 +156,58 @@ def test_a_ta_scores_a_flagged_cell_in_formgrader_and_the_grade_reaches_the_lms(
     main(["autograde", ASSIGNMENT, "--regrade"])
     assert _manual(root) == (MANUAL, COMMENT)
     assert _grades(root)["reviewed"]["score"] == f"{total:g}"
+    # the comment: in `course grades` and on the student's feedback page, once, beside its check
+    assert _grades(root)["reviewed"]["comments"] == f"{COMMENTED}: {COMMENT}"
+    assert main(["feedback", ASSIGNMENT]) == 0
+    page = (root / "feedback" / "reviewed" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+    assert page.count(COMMENT) == 1 and _row_of(page, FLAGGED).count(COMMENT) == 1
+    assert COMMENT not in (root / "feedback" / "honest" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+
+
+def _row_of(page: str, grade_id: str) -> str:
+    """The row of the feedback page's table that shows the check ``grade_id``."""
+    rows = [row for row in page.split("<tr>") if f"<small>{grade_id}</small>" in row]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+POINTS_A1 = {"test_x": 2.0, "test_y": 3.0}  # answer_x, answer_y and their checks: tests/toy_course.py
+HOSTILE_COMMENT = "x() misses the edge case n = 0 <script>alert(1)</script>\nsee lecture 3"
+
+
+def test_a_graders_comment_reaches_grades_and_feedback_and_survives_a_regrade(tmp_path, monkeypatch,
+                                                                               capsys):
+    """Comments written as formgrader writes them (nbgrader's Gradebook API): `course grades` lists
+    them, the feedback page shows each beside the check of the answer it is about, escaped, and
+    a later grading (autograde writes the scores again) neither loses nor repeats them."""
+    from nbgrader.api import Gradebook
+
+    root = tmp_path / "course"
+    (root / "solutions" / "a1").mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", root / "nbgrader_config.py")
+    nbformat.write(answer_notebook(POINTS_A1), root / "solutions" / "a1" / "a1.ipynb")
+    monkeypatch.chdir(root)
+    for student in ("commented", "quiet"):
+        graded_submission(root, "a1", student, POINTS_A1)
+    with Gradebook(gradebook.db_url(root)) as book:
+        book.find_comment("answer_x", "a1", "a1", "commented").manual_comment = HOSTILE_COMMENT
+        book.find_comment("answer_y", "a1", "a1", "commented").manual_comment = "  "  # a box left blank
+        book.db.commit()
+
+    for regraded in (False, True):
+        if regraded:
+            graded_submission(root, "a1", "commented", POINTS_A1)
+        capsys.readouterr()
+        assert main(["grades", "a1", "--csv", str(root / "grades.csv")]) == 0
+        table = capsys.readouterr().out
+        shown = [line for line in table.splitlines() if "edge case" in line]
+        assert shown == ["  commented · a1 · answer_x: x() misses the edge case n = 0 "
+                         "<script>alert(1)</script> see lecture 3"], table
+        rows = {row["student"]: row for row in _read(root / "grades.csv")}
+        assert rows["commented"]["comments"] == f"answer_x: {HOSTILE_COMMENT.replace(chr(10), ' ')}"
+        assert rows["quiet"]["comments"] == ""
+        assert main(["feedback", "a1"]) == 0
+        page = (root / "feedback" / "commented" / "a1" / "a1.html").read_text()
+        assert page.count("edge case") == 1 and "<script>" not in page
+        assert "edge case" in _row_of(page, "test_x") and "comment" not in _row_of(page, "test_y")
+        assert "edge case" not in (root / "feedback" / "quiet" / "a1" / "a1.html").read_text()

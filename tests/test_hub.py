@@ -256,7 +256,7 @@ def test_a_term_on_the_hub(hub, tmp_path):
         assert "for 2 student(s)" in released, released
 
         scores = gradebook.scores(gradebook.db_url(course), ASSIGNMENT)
-        assert scores[student_a]["score"] > 0 and scores[student_b]["score"] == 0, scores
+        assert scores[student_a].score > 0 and scores[student_b].score == 0, scores
 
         log_in(driver, base, student_a, passwords[student_a])
         open_assignments(driver)

@@ -28,10 +28,9 @@ import pytest
 
 from course_tools.classroom.late import LatePolicy, parse_duration
 from course_tools.cli import main
-from course_tools.grading import gradebook
-from course_tools.grading.records import GRADED, NOT_SUBMITTED, Check, Result, write_record
+from course_tools.grading.records import GRADED, NOT_SUBMITTED
 
-from .toy_course import ROOT, answer_notebook
+from .toy_course import ROOT, answer_notebook, graded_submission
 
 DUE = dt.datetime(2026, 12, 1, 16, 0)
 POINTS = {"test_x": 2.0, "test_y": 3.0}
@@ -56,19 +55,6 @@ def _course(where: Path, monkeypatch) -> Path:
     return root
 
 
-def _graded(root: Path, student: str, submitted: dt.datetime) -> None:
-    """What `course autograde` leaves for a full-marks submission collected at ``submitted``."""
-    url = gradebook.db_url(root)
-    gradebook.ensure_assignment(url, "a1", "a1", POINTS, ["answer_x", "answer_y"])
-    (root / "submitted" / student / "a1").mkdir(parents=True)
-    gradebook.save(url, "a1", "a1", student, dict(POINTS), set(),
-                   submitted.strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
-    folder = root / "autograded" / student / "a1"
-    folder.mkdir(parents=True)
-    write_record(folder, Result(student, "a1", GRADED, 5.0, 5.0,
-                                checks=[Check(g, p, p, "passed", "", True) for g, p in POINTS.items()]))
-
-
 def _read(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as stream:
         return list(csv.DictReader(stream))
@@ -83,7 +69,7 @@ def term(tmp_path, monkeypatch, capsys) -> Path:
     assert main(["extend", "extended", "a1", "2d"]) == 0
     assert main(["extend", "waiting", "a1", "3d"]) == 0  # before anything was submitted or graded
     for student, delay in SUBMITTED.items():
-        _graded(root, student, DUE + delay)
+        graded_submission(root, "a1", student, POINTS, (DUE + delay).strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
     assert main(["extend", "extended_after", "a1", "1d"]) == 0  # after grading: no regrade needed
     capsys.readouterr()
     return root

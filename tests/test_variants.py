@@ -134,6 +134,11 @@ def test_each_variant_has_its_own_hidden_inputs_and_honest_answers_pass_both(gra
     assert hidden["claimant"] == hidden["second"]  # the id decides, not what the files claim
     visible = {role: _inputs(root, student, hidden=False) for role, student in students.items()}
     assert visible["first"] == visible["second"] == visible["claimant"] and visible["first"]
+    # built together, the variants share one record run: their visible checks are the very same
+    # calls, the generators' state included
+    whole = {role: [(p.grade_id, p.number, p.inputs) for p in read_explanation(assignment, student)
+                    if not p.hidden] for role, student in students.items()}
+    assert whole["first"] == whole["second"] == whole["claimant"]
 
     monkeypatch.chdir(root)
     capsys.readouterr()

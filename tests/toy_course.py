@@ -36,6 +36,26 @@ def answer_notebook(grade_ids: dict[str, float]) -> nbformat.NotebookNode:
     return notebook
 
 
+def graded_submission(root: Path, assignment: str, student: str, points: dict[str, float],
+                      submitted: str | None = None) -> None:
+    """What `course autograde` leaves (and leaves again on a regrade) for a full-marks submission of
+    an :func:`answer_notebook` assignment of ``points`` collected at ``submitted`` (nbgrader's
+    format): the assignment, the student's scores in the gradebook, the grading record."""
+    from course_tools.grading import gradebook
+    from course_tools.grading.records import GRADED, Check, Result, write_record
+
+    url = gradebook.db_url(root)
+    answers = [f"answer_{grade_id.removeprefix('test_')}" for grade_id in points]
+    gradebook.ensure_assignment(url, assignment, assignment, points, answers)
+    (root / "submitted" / student / assignment).mkdir(parents=True, exist_ok=True)
+    gradebook.save(url, assignment, assignment, student, dict(points), set(), submitted)
+    folder = root / "autograded" / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    total = sum(points.values())
+    write_record(folder, Result(student, assignment, GRADED, total, total,
+                                checks=[Check(g, p, p, "passed", "", True) for g, p in points.items()]))
+
+
 def toy_notebook() -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook(metadata={"kernelspec": {
         "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})

@@ -3,8 +3,10 @@
 A student has, per assignment, exactly one of: a score (``graded``), ``needs manual review (why)``
 until a grader has scored every flagged cell, ``failed to grade (why)``, ``not graded yet`` (a
 submission autograde has not seen) or ``not submitted``. Scores come from the gradebook, so a
-grader's manual scores count. A late submission's score is after the late policy's penalty
-(:mod:`.late`), and the row says how late it was and what that cost.
+grader's manual scores count, and the comments a grader wrote in formgrader's *Manual Grading* are
+in the CSV's ``comments`` column and listed under the table, each with its student and cell. A late
+submission's score is after the late policy's penalty (:mod:`.late`), and the row says how late it
+was and what that cost.
 
 Every text is written safely (:mod:`.untrusted`): a record holds what a student wrote (a grade_id,
 an error message), so the table shows it on one line without control characters, and the CSV
@@ -25,7 +27,7 @@ from course_tools.grading.records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, 
 from course_tools.untrusted import csv_cell, safe_text, text_table
 
 NOT_GRADED = "not graded yet"
-COLUMNS = ("student", "assignment", "status", "score", "max_score", "late", "penalty", "why")
+COLUMNS = ("student", "assignment", "status", "score", "max_score", "late", "penalty", "why", "comments")
 
 
 def rows(root: Path, selected: list[Assignment]) -> list[dict]:
@@ -61,9 +63,9 @@ def _exists(url: str) -> bool:
     return not url.startswith("sqlite:///") or Path(url[len("sqlite:///"):]).is_file()
 
 
-def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -> dict:
+def _row(root: Path, assignment: Assignment, student: str, score: gradebook.Scores | None) -> dict:
     row = {"student": student, "assignment": assignment.id, "status": NOT_SUBMITTED,
-           "score": "", "max_score": "", "late": "", "penalty": "", "why": ""}
+           "score": "", "max_score": "", "late": "", "penalty": "", "why": "", "comments": ""}
     try:
         record = read_record(assignment, student)
     except BadRecord as error:
@@ -71,7 +73,8 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
         row.update(status=f"{FAILED} ({why})", why=why)
         return row
     if score is not None:
-        row.update(score=_number(score["score"]), max_score=_number(score["max_score"]), status=GRADED)
+        row.update(score=_number(score.score), max_score=_number(score.max_score), status=GRADED,
+                   comments=_comments(score.comments))
     if record is None:
         if score is None and assignment.submitted(student).is_dir():
             row["status"] = NOT_GRADED
@@ -81,13 +84,18 @@ def _row(root: Path, assignment: Assignment, student: str, score: dict | None) -
         row.update(status=f"{FAILED} ({'; '.join(record.reasons)})", score="", why="; ".join(record.reasons))
     elif record.status == REVIEW:
         flagged = {c.grade_id for c in record.checks if c.status == "review"}
-        pending = flagged - set((score or {}).get("manual", {}))
+        pending = flagged - set(score.manual if score else {})
         if pending or not flagged:  # whole-submission reasons stay until the next autograde run
             why = "; ".join(record.reasons)
             row.update(status=f"{REVIEW} ({why})", why=why)
     elif record.status == NOT_SUBMITTED:
         row["status"] = NOT_SUBMITTED
     return row
+
+
+def _comments(comments: dict[str, str]) -> str:
+    """A grader's comments as one cell: ``cell: comment``, one per line."""
+    return "\n".join(safe_text(f"{cell}: {text}", one_line=True) for cell, text in sorted(comments.items()))
 
 
 def _number(value: float | None) -> str:
@@ -111,4 +119,10 @@ def export(root: Path, selected: list[Assignment], csv_path: str | None = None,
         for r in table]
     for line in text_table(shown):
         print(line, file=out)
+    commented = [r for r in table if r["comments"]]
+    if commented:
+        print("\ncomments from graders (formgrader's Manual Grading):", file=out)
+    for r in commented:
+        for comment in r["comments"].split("\n"):
+            print(safe_text(f"  {r['student']} · {r['assignment']} · {comment}", one_line=True), file=out)
     return 1 if any(r["status"].startswith((REVIEW, FAILED, NOT_GRADED)) for r in table) else 0

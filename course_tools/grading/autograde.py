@@ -44,7 +44,7 @@ from .limits import Limits
 from .probe_report import ProbeTexts, call_inputs, returned
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Result, read_record, write_record
 from .redacted import reference_sources
-from .reference import Reference, build_reference, redacted_for, references_of
+from .reference import Reference, build_references, redacted_for, references_of
 from .sandbox import Sandbox
 from .scrub import Scrubber, probe_values
 from .student import Context, grade_student, test_cells
@@ -101,8 +101,8 @@ def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: in
         work = Path(tempfile.mkdtemp(prefix="autograde-", dir=sandbox.scratch))
         slots = _slots(jobs)
         contexts = {}
-        for variant in sorted(set(variants)):
-            reference = build_reference(assignment, cells, sandbox, limits, files, variant)
+        references = build_references(assignment, cells, sandbox, limits, files, variants)
+        for variant, reference in references.items():
             contexts[variant] = Context(
                 assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
                 cell_ids(assignment.source), work, stage_probe_inputs(reference, work),

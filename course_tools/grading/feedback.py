@@ -2,8 +2,9 @@
 
 The page shows each graded check under the name of its exercise ("Exercise 3 · ElmanRNNLM"), with
 its score, the message it failed with (course_lib.grading's "expected ..., got ..."), the student's
-own answer code it checked, the visible part of the check's code the student already has, and notes
-about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
+own answer code it checked, the visible part of the check's code the student already has, the
+comment a grader wrote on that answer in formgrader's *Manual Grading* (read from the gradebook),
+and notes about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
 and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it
 opens
 offline, with nothing fetched from a CDN. Every text of a record (a student's grade_id, error
@@ -30,7 +31,8 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem aut
 table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
 pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passed{color:#1a7f37}.failed{color:#b42318}
-.review{color:#9a6700}summary{cursor:pointer;color:#555}"""
+.review{color:#9a6700}summary{cursor:pointer;color:#555}
+.comment{border-left:3px solid #0969da;padding:.2rem .6rem;white-space:pre-wrap}"""
 RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
 
 
@@ -100,21 +102,22 @@ def visible_part(source: str) -> str:
     return "\n".join(code for kind, code in split_test_cell(source) if kind == "visible").rstrip()
 
 
-def page(record: Result, tests: dict[str, str], score: dict | None,
+def page(record: Result, tests: dict[str, str], score: gradebook.Scores | None,
          labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None,
          lateness: late.Lateness | None = None, policy: str = "") -> str:
     """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
     ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
     cell's grade_id to the student's code; ``lateness`` a late submission's delay and penalty under
-    the late ``policy`` (described in words)."""
+    the late ``policy`` (described in words). A grader's comment on a cell stands beside the check of
+    that answer; one on a cell no check shows, under the checks."""
     labels, code = labels or {}, code or {}
     e = html_text
     title = f"{record.assignment}: feedback for {record.student}"
-    manual = (score or {}).get("manual", {})
+    manual, comments = (score.manual, score.comments) if score else ({}, {})
     if record.status == FAILED:
         summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
     else:
-        total = score["score"] if score else record.score
+        total = score.score if score else record.score
         summary = (f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / "
                    f"{record.max_score:g}</b></p>")
     if lateness is not None:
@@ -126,6 +129,7 @@ def page(record: Result, tests: dict[str, str], score: dict | None,
     if record.notes:
         notes = "".join(f"<li>{e(n)}</li>" for n in record.notes)
         parts.append(f"<h2>About your submission</h2><ul>{notes}</ul>")
+    shown: set[str] = set()  # the cells whose comment a check's row shows
     if record.checks:
         parts.append("<h2>Checks</h2><table><tr><th>exercise</th><th>score</th><th>result</th></tr>")
         for check in record.checks:
@@ -134,17 +138,25 @@ def page(record: Result, tests: dict[str, str], score: dict | None,
             label, answered = labels.get(check.grade_id, (check.grade_id, []))
             yours = "\n\n".join(code[a] for a in answered if a in code).strip()
             visible = visible_part(tests.get(check.grade_id, ""))
+            remarks = [c for c in (*answered, check.grade_id) if c in comments and c not in shown]
+            shown.update(remarks)
             parts.append(
                 f"<tr><td>{e(label)}<br><small>{e(check.grade_id)}</small></td>"
                 f"<td>{points:g} / {check.points:g}</td>"
                 f"<td><span class='{e(check.status)}'>{RESULT.get(check.status, e(check.status))}</span>" +
                 (f"<pre>{e(message)}</pre>" if message else "") +
+                "".join(f"<p class='comment'><b>Your grader's comment:</b> {e(comments[c])}</p>"
+                        for c in remarks) +
                 (f"<details{' open' if check.status != 'passed' else ''}><summary>your answer</summary>"
                  f"<pre>{e(yours)}</pre></details>" if yours else "") +
                 ("<details><summary>the visible part of this "
                  f"check</summary><pre>{e(visible)}</pre></details>"
                  if visible else "") + "</td></tr>")
         parts.append("</table>")
+    if others := {cell: text for cell, text in comments.items() if cell not in shown}:
+        items = "".join(f"<li><small>{e(cell)}</small><p class='comment'>{e(text)}</p></li>"
+                        for cell, text in sorted(others.items()))
+        parts.append(f"<h2>Your grader's comments</h2><ul>{items}</ul>")
     parts.append(
         "<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
     return "".join(parts) + "</body></html>\n"
@@ -168,7 +180,7 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
         try:
             record = read_record(assignment, student)
             score = scores.get(student)
-            total = score["score"] if score else record.score
+            total = score.score if score else record.score
             lateness = late.lateness(policy, student, deadlines.get(student),
                                      total if record.status != FAILED else None)
             text = page(record, tests, score, labels, student_answers(root, assignment, student, cells, ids),

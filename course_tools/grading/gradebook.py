@@ -1,9 +1,10 @@
 """The nbgrader gradebook: backed up before every autograde run, written only by the trusted grader.
 
 Autograde writes ``auto_score`` and ``needs_manual_grade`` and nothing else: a grader's
-``manual_score`` and ``extra_credit`` are never touched. SQLite (the default) is copied with
-SQLite's online backup; any other ``db_url`` (PostgreSQL shared by several graders) is dumped table
-by table to JSON, which restores with any SQL client.
+``manual_score``, ``extra_credit`` and comments (formgrader's *Manual Grading*) are never touched;
+:func:`scores` reads them back for ``course grades`` and the feedback pages. SQLite (the default)
+is copied with SQLite's online backup; any other ``db_url`` (PostgreSQL shared by several graders)
+is dumped table by table to JSON, which restores with any SQL client.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import datetime as dt
 import json
 import sqlite3
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from course_tools.course import Assignment, nbgrader_config
@@ -92,9 +94,19 @@ def save(url: str, assignment: str, notebook: str, student: str, scores: dict[st
         gradebook.db.commit()
 
 
-def scores(url: str, assignment: str) -> dict[str, dict]:
-    """Per student with a graded submission: the total (manual scores win), the maximum, and cells awaiting a
-    person."""
+@dataclass
+class Scores:
+    """A student's graded submission of one assignment, as the gradebook holds it."""
+
+    score: float  # the total, a grader's manual score winning over the automatic one
+    max_score: float
+    manual: dict[str, float]  # grade cell -> the score a grader gave it by hand
+    comments: dict[str, str]  # cell (an answer or a task cell) -> the comment a grader wrote on it
+
+
+def scores(url: str, assignment: str) -> dict[str, Scores]:
+    """Per student with a graded submission: the total, the maximum, the manual scores and the
+    comments of a grader."""
     from nbgrader.api import Gradebook, MissingEntry
 
     found = {}
@@ -107,9 +119,11 @@ def scores(url: str, assignment: str) -> dict[str, dict]:
             grades = [g for n in submission.notebooks for g in n.grades]
             if all(g.auto_score is None and g.manual_score is None for g in grades):
                 continue  # an entry made for an extension, or a submission that failed to grade: no score
-            found[submission.student.id] = {
-                "score": sum(g.score for g in grades), "max_score": submission.max_score,
-                "manual": {g.name: g.manual_score for g in grades if g.manual_score is not None}}
+            comments = {c.name: c.manual_comment.strip() for n in submission.notebooks for c in n.comments
+                        if c.manual_comment and c.manual_comment.strip()}
+            found[submission.student.id] = Scores(
+                sum(g.score for g in grades), submission.max_score,
+                {g.name: g.manual_score for g in grades if g.manual_score is not None}, comments)
     return found
 
 

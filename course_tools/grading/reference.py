@@ -5,7 +5,8 @@ The solution runs in the sandbox twice: once recording every call its graded tes
 course_lib) replaying those calls on the solution itself, each a second time from another random
 state. A probe is used for grading only when its replay reproduces the recorded result and does not
 depend on the random state; the others are listed with the reason.
-Results are cached under ``build/autograde/<assignment>/`` per source notebook and course_lib.
+One record run draws every variant's hidden inputs (:mod:`.sandboxed.variants`); each variant's
+probes are cached under ``build/autograde/<assignment>/`` per source notebook, grader and variant.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import torch
 
@@ -29,6 +31,7 @@ from .redacted import redacted_course_lib
 from .runs import Run, run_plan
 from .sandbox import Sandbox
 from .submission import Answers, Cell, graded_plan, release_stubs, replay_after
+from .variants import variant_probes
 
 
 @dataclass
@@ -137,26 +140,29 @@ def references_of(cells: list[Cell], calls: list[dict], keep: set[str] = frozens
     return (graded_names(cells) - set(keep)) | forbidden
 
 
-def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
-                    files: dict[str, Path], variant: int = 0) -> Reference:
-    """Record the solution's probes and keep those that replay exactly (cached per source and course_lib).
+def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
+                     files: dict[str, Path], variants: Iterable[int] = (0,)) -> dict[int, Reference]:
+    """Each variant's reference: the solution's probes that replay exactly, read from its cache or
+    recorded (with every other variant not cached yet) in one record run.
 
     The record run is the solution notebook with its test cells and the full course_lib (the tests
-    compute what they expect with it). The check run is what a student's run will be: the solution's
-    answer cells without any test cell, on the redacted course_lib, then every probe replayed twice.
-    A probe is kept when the check run reproduces the recorded result and does not depend on the
-    random state; the check run's record (with gradients, where the cell checks them) is what the
-    students' answers are compared with.
+    compute what they expect with it); each test cell's hidden part runs once more for every missing
+    variant other than 0, in a fork (:mod:`.sandboxed.variants`). The check run is what a student's
+    run will be: the solution's answer cells without any test cell, on the redacted course_lib, then
+    every probe of every variant replayed twice. A probe is kept when the check run reproduces the
+    recorded result and does not depend on the random state; the check run's record (with gradients,
+    where the cell checks them) is what the students' answers are compared with. Each variant's
+    reference is then its part of the record (:func:`.variants.variant_probes`), cached apart.
     """
-    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(cells, variant)
-    if (folder / "usable.json").is_file():
-        usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
-        return Reference(folder, json.loads((folder / "probes.json").read_text()), usable, variant)
+    wanted = sorted(set(variants))
+    found = {v: reference for v in wanted if (reference := _cached(assignment, cells, v))}
+    missing = [v for v in wanted if v not in found]
+    if not missing:
+        return found
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
-        record = run_plan(sandbox,
-                          Path(scratch) / "record", make_plan("record", cells, limits, variant=variant),
-                          files, limits)
-        _solution_must_pass(assignment, cells, record, variant=variant)
+        plan = make_plan("record", cells, limits, variants=[v for v in missing if v])
+        record = run_plan(sandbox, Path(scratch) / "record", plan, files, limits)
+        _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
@@ -201,16 +207,56 @@ def build_reference(assignment: Assignment, cells: list[Cell], sandbox: Sandbox,
                 else:
                     usable[k] = "its result depends on the random state, and the solution's samples failed"
         (record.outbox / "probes.json").write_text(json.dumps(calls), encoding="utf-8")
-        _drop_what_the_release_passes(assignment, cells, sandbox, limits, files, record.outbox, Path(scratch),
-                                      calls, usable)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=folder.parent))
-        shutil.copytree(record.outbox / "probes", staging / "probes")
-        shutil.copy(record.outbox / "probes.json", staging / "probes.json")
-        (staging / "usable.json").write_text(json.dumps(usable, indent=1))
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
-    return Reference(folder, calls, usable, variant)
+        passes = _what_the_release_passes(assignment, cells, sandbox, limits, files, record.outbox,
+                                          Path(scratch), calls, usable)
+        for variant in missing:
+            found[variant] = _save_variant(assignment, cells, variant, record.outbox, calls, usable, passes)
+    return found
+
+
+def _cached(assignment: Assignment, cells: list[Cell], variant: int) -> Reference | None:
+    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(cells, variant)
+    if not (folder / "usable.json").is_file():
+        return None
+    usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
+    return Reference(folder, json.loads((folder / "probes.json").read_text()), usable, variant)
+
+
+def _save_variant(assignment: Assignment, cells: list[Cell], variant: int, recorded: Path, calls: list[dict],
+                  usable: dict[int, str], passes: dict[int, bool]) -> Reference:
+    """``variant``'s part of a record of several (``recorded``: its probes), renumbered from 0 and
+    cached; a test cell whose usable probes of this variant all pass on the release's stubs checks
+    only given code: it cannot tell a student's answer from none, so the grader does not credit it
+    on its own."""
+    chosen = variant_probes(calls, variant)
+    number = {k: new for new, k in enumerate(chosen)}
+    mine = [{**calls[k], "instance": None if calls[k]["instance"] is None else number[calls[k]["instance"]]}
+            for k in chosen]
+    kept = {number[k]: usable[k] for k in chosen}
+    by_cell: dict[str, list[int]] = {}
+    for k in chosen:
+        if not usable[k] and k in passes:
+            by_cell.setdefault(calls[k]["cell"], []).append(k)
+    for probes in by_cell.values():
+        if all(passes[k] for k in probes):
+            for k in probes:
+                kept[number[k]] = RELEASE_PASSES
+    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(cells, variant)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent))
+    (staging / "probes").mkdir()
+    for k in chosen:
+        for suffix in (".pkl", ".expected.pt"):
+            if (recorded / "probes" / f"{k}{suffix}").is_file():
+                shutil.copy(recorded / "probes" / f"{k}{suffix}", staging / "probes" / f"{number[k]}{suffix}")
+    (staging / "probes.json").write_text(json.dumps(mine), encoding="utf-8")
+    (staging / "usable.json").write_text(json.dumps(kept, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return Reference(folder, mine, kept, variant)
+
+
+RELEASE_PASSES = "the release's stub passes every probe of this cell: it checks only given code"
 
 
 def reference_name(cells: list[Cell], variant: int) -> str:
@@ -219,39 +265,32 @@ def reference_name(cells: list[Cell], variant: int) -> str:
     return f"reference-{grader_key(cells)}-variant{variant}"
 
 
-def _drop_what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
-                                  files: dict[str, Path], recorded: Path, scratch: Path, calls: list[dict],
-                                  usable: dict[int, str]) -> None:
-    """A test cell whose usable probes all pass on the release's stubs checks only given code: it
-    cannot tell a student's answer from none, so the grader does not credit it on its own."""
+def _what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
+                             files: dict[str, Path], recorded: Path, scratch: Path, calls: list[dict],
+                             usable: dict[int, str]) -> dict[int, bool]:
+    """Each usable probe (of every variant): whether the release's stubs pass it (none without stubs)."""
     stubs = release_stubs(assignment.release)
     kept = [k for k, why in usable.items() if not why]
     if not stubs or not kept:
-        return
+        return {}
     plan_cells = graded_plan(cells, Answers({}), stubs)
     run = run_plan(sandbox, scratch / "release", make_plan("grade", plan_cells, limits, cells, calls, kept),
                    {**files, "probes.json": recorded / "probes.json"}, limits,
                    course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
-    passed = {}
+    passes = {}
     for i, k in enumerate(kept):
         got = load_result(run.outbox / "replay" / f"{k}.pt") if run.steps.get(len(plan_cells) +
                                                                               i, {}).get("ok") else None
         expected = torch.load(recorded / "probes" / f"{k}.expected.pt", weights_only=True)
-        passed.setdefault(calls[k]["cell"],
-                          []).append(compare(expected, got, tuple(calls[k]["tolerance"])) is None)
-    for cell, results in passed.items():
-        if all(results):
-            for k in kept:
-                if calls[k]["cell"] == cell:
-                    usable[
-                        k] = "the release's stub passes every probe of this cell: it checks only given code"
+        passes[k] = compare(expected, got, tuple(calls[k]["tolerance"])) is None
+    return passes
 
 
 def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
-                        kinds: tuple[str, ...] = ("solution", "test", "other"), variant: int = 0) -> None:
+                        kinds: tuple[str, ...] = ("solution", "test", "other")) -> None:
     """The solution's cells of ``kinds`` all ran without error (in the check run, an experiment that
     uses a redacted reference may fail: only the answer cells must run); a hidden check that fails
-    on a variant's inputs names the variant."""
+    on a variant's inputs names the variant (the runner's error says it)."""
     if run.failure:
         raise CourseError(f"{assignment.source}: the solution could not run in the sandbox: {run.failure}\n"
                           f"{run.log[-2000:]}")
@@ -259,9 +298,7 @@ def _solution_must_pass(assignment: Assignment, cells: list[Cell], run: Run,
         event = run.steps.get(step, {"ok": False, "error": "not run"})
         if cell.kind in kinds and not event["ok"]:
             raise CourseError(f"{assignment.source}: the solution fails in the sandbox, cell "
-                              f"{cell.grade_id or step}"
-                              + (f" on the hidden inputs of variant {variant}" if variant else "")
-                              + f": {event.get('error')}\n{run.log[-2000:]}")
+                              f"{cell.grade_id or step}: {event.get('error')}\n{run.log[-2000:]}")
 
 
 def plan_limits(limits: Limits) -> dict:
@@ -272,16 +309,16 @@ def plan_limits(limits: Limits) -> dict:
 
 def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] = (), calls: list[dict] = (),
               replay: list[int] = (), sampled: list[int] | None = None, bind: bool = False,
-              variant: int = 0) -> Plan:
+              variants: Iterable[int] = ()) -> Plan:
     """The plan of a run of ``cells`` replaying the probes ``replay`` (of ``calls``), each after the
     plan step its test cell followed in ``source`` (the source notebook's cells); ``sampled``: the
-    probes replayed from several seeds (by default those ``calls`` marks as random); ``variant``: in a
-    record run, whose hidden inputs the test cells draw."""
+    probes replayed from several seeds (by default those ``calls`` marks as random); ``variants``: in
+    a record run, the variants other than 0 whose hidden inputs the test cells draw too."""
     replay = list(replay)
     return Plan(mode, [c.as_plan() for c in cells], plan_limits(limits), replay,
                 replay_after(source, calls, replay) if replay else {},
                 [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind,
-                variant=variant)
+                variants=list(variants))
 
 
 MAX_RESULT_BYTES = 256 << 20

@@ -9,8 +9,8 @@ A student's variant is a stable hash of the assignment and the student's id (the
 from the student's files), so it is the same on every machine, run and regrade, and no submission
 can choose it. Variant 0 is the notebook as written; variant ``v > 0`` draws the hidden checks'
 inputs from other seeds (:mod:`.sandboxed.variants`), its expected values recorded from the solution
-like variant 0's (:func:`.reference.build_reference`, cached per variant). The visible checks are the
-same in every variant.
+like variant 0's, in the same record run (:func:`.reference.build_references`, cached per variant:
+:func:`variant_probes`). The visible checks are the same calls in every variant.
 """
 from __future__ import annotations
 
@@ -46,3 +46,18 @@ def variant_of(assignment_id: str, student: str, count: int) -> int:
     ``hash()`` of a string changes with every process)."""
     digest = hashlib.sha256(f"{assignment_id}\0{student}".encode("utf-8", "surrogateescape")).digest()
     return int.from_bytes(digest[:8], "big") % count
+
+
+def variant_probes(calls: list[dict], variant: int) -> list[int]:
+    """The probes of a record of several variants (``calls``) that make ``variant``'s reference, in
+    order: every visible one, the hidden ones of ``variant``, and any call that built the object of a
+    method among them. A record from before variants names no variant: all of it is variant 0's."""
+    chosen = {k for k, call in enumerate(calls)
+              if call.get("segment") != "hidden" or (call.get("variant") or 0) == variant}
+    todo = list(chosen)
+    while todo:
+        builder = calls[todo.pop()].get("instance")
+        if builder is not None and builder not in chosen:
+            chosen.add(builder)
+            todo.append(builder)
+    return sorted(chosen)

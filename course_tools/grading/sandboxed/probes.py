@@ -74,6 +74,7 @@ class Recorder:
         self.results: list[dict] = []
         self.cell: str | None = None  # grade_id of the test cell running, None outside test cells
         self.segment = "visible"  # the part of that cell running: "visible" or "hidden"
+        self.variant = 0  # whose hidden inputs it draws (another in a fork of the hidden part: .variants)
         self.depth = 0
         self.forbidden: list[str] = []
         self.bound: dict[str, str] = {}  # graded name -> dotted name of the reference bind() put there
@@ -187,6 +188,7 @@ class Recorder:
         meta = {
             "cell": self.cell,
             "segment": self.segment,
+            "variant": self.variant if self.segment == "hidden" else None,
             "target": target,
             "kind": kind,
             "method": method,

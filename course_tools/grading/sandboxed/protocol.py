@@ -35,7 +35,9 @@ class Plan:
     sampled: list[int] = field(default_factory=list)  # probes of random answers: several seeds each
     bind: bool = False  # bind each probe's dependencies to course_lib's references (the cascade)
     skip: dict[int, str] = field(default_factory=dict)  # step -> why it is not run (it broke a limit before)
-    variant: int = 0  # record mode: the variant whose hidden inputs the test cells draw (.variants)
+    # record mode: the variants other than 0 whose hidden inputs the test cells draw too, each in a
+    # fork from where the cell's visible part left the run (.variants); variant 0 runs as written
+    variants: list[int] = field(default_factory=list)
 
     def __post_init__(self):
         if self.mode not in MODES:

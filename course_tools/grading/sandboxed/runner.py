@@ -5,7 +5,8 @@ It executes the cells of ``IN/plan.json`` one by one in an IPython shell (so mag
 definitions (:mod:`.probes`). Everything it reports goes to ``OUT``: ``events.jsonl`` (a line when
 each step starts and ends, which the trusted parent also uses to time steps), ``replay/<k>.pt`` and,
 when recording, the probes. Modes: ``record`` runs the instructor's solution with its test cells
-(visible and hidden parts as separate steps of one cell) and records the probes; ``check`` and
+(visible and hidden parts as separate steps of one cell; the hidden part again in a fork for each
+other variant of the hidden inputs the plan names: :mod:`.variants`) and records the probes; ``check`` and
 ``grade`` run a plan without test cells (the grader never sends test code to a student's sandbox)
 and replay the probes, ``check`` twice (the second time from another random state). The student's
 code runs in this process, so the parent treats everything here as the student's word, except
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import resource
 import shutil
 import socket
@@ -158,19 +160,16 @@ def main(argv: list[str]) -> int:
 
     from . import probes
     from . import replay as replaying
-    from .variants import reseed
+    from .variants import hidden_calls, merge, reseed
 
     # Everything the grading needs, bound here before any student code runs: rebinding the modules'
     # names afterwards changes nothing the runner calls.
     replay, guard, save = replaying.replay, replaying.guard, torch.save
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recorder = probes.Recorder() if plan.mode == "record" else None
-    draw_anew = None
     if recorder:
         recorder.install()
-        if plan.variant:  # this variant's hidden checks draw their inputs from seeds of its own
-            draw_anew = reseed(plan.variant, lambda: recorder.cell is not None
-                               and recorder.segment == "hidden" and not recorder.depth)
+    hidden_parts: list = []  # record mode: what the other variants' hidden parts recorded, in forks
     shell = _shell()
     skip = plan.skip
     captured: dict = {}
@@ -190,11 +189,12 @@ def main(argv: list[str]) -> int:
         started = time.perf_counter()
         names = [name for target in cell["names"] for name in guards.get(target, [])] \
             if cell["kind"] == "solution" else []
+        failed = None  # the error another variant's hidden part failed with
         for segment, source in cell.get("segments") or [("visible", cell["source"])]:
             if recorder:
                 recorder.segment = segment
-                if draw_anew and segment == "hidden":
-                    draw_anew(cell["grade_id"])
+                if segment == "hidden":
+                    failed = failed or other_variants(cell["grade_id"], source)
             with guard(names, forbid, resolve_dotted, f"answer cell {cell['grade_id']}"):
                 result = shell.run_cell(source, store_history=False)
                 if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
@@ -207,8 +207,36 @@ def main(argv: list[str]) -> int:
             captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
             if recorder:
                 recorder.wrap(shell.user_ns, cell["names"])
-        error = _error(result)
+        error = _error(result) or failed
         events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+
+    def other_variants(grade_id: str, source: str) -> str | None:
+        """The hidden part ``source`` of test cell ``grade_id`` on the inputs of each variant of
+        ``plan.variants``, each in a fork from the state the visible part left (nothing it does reaches
+        the main run), its calls kept for the record; the first error a variant failed with."""
+        failed = None
+        for variant in plan.variants:
+            path = outbox / f"variant-{len(hidden_parts)}.pkl"
+
+            def work() -> None:
+                draw_anew = reseed(variant, lambda: recorder.cell is not None
+                                   and recorder.segment == "hidden" and not recorder.depth)
+                draw_anew(grade_id)
+                recorder.variant, since = variant, len(recorder.calls)
+                result = shell.run_cell(source, store_history=False)
+                with open(path, "wb") as stream:
+                    pickle.dump(hidden_calls(recorder, variant, since, _error(result)), stream, protocol=4)
+
+            status = _in_fork(work)
+            part = pickle.loads(path.read_bytes()) if status == 0 and path.is_file() else None
+            path.unlink(missing_ok=True)
+            if part is None:
+                failed = failed or f"the hidden part of variant {variant} ended with exit status {status}"
+                continue
+            hidden_parts.append(part)
+            if part.error:
+                failed = failed or f"on the hidden inputs of variant {variant}: {part.error}"
+        return failed
 
     def check(index: int) -> None:
         """Replay probe ``index`` (from several random states when it is random, and once more from
@@ -289,6 +317,7 @@ def main(argv: list[str]) -> int:
             replay_after(step)
     sys.stdout.flush()
     if recorder:
+        merge(recorder, hidden_parts)
         recorder.save(outbox)
     events.emit(done=True)
     sys.stdout.flush()

@@ -1,19 +1,25 @@
-"""Per-student hidden inputs: the solution's record run of one variant draws its hidden inputs anew.
+"""Per-student hidden inputs: the solution's record run draws every variant's hidden inputs.
 
 A hidden check draws its inputs from seeds its test cell names (``seed_everything(21)``,
-``torch.Generator().manual_seed(404)``, ``random.Random(61)``). In the record run of variant ``v > 0``
-(:mod:`.runner`, mode ``record``), every seed that the hidden part of a test cell sets *itself* is
-replaced by :func:`variant_seed` ``(seed, v)``: the same code draws other shapes and values, and the
-solution's answers on them are what that variant's students are compared with. Visible checks, the
-answer cells and any seed a graded function sets inside a call keep theirs: a visible check is the
-same for everyone, and the solution's own randomness must replay as it ran. Variant 0 is the
-notebook as written. Only the instructor's record run is changed; a student's run replays the
-recorded inputs (:class:`.runs.ProbeServer`) and never sees a seed.
+``torch.Generator().manual_seed(404)``, ``random.Random(61)``). The record run (:mod:`.runner`, mode
+``record``) runs the notebook once, as written: that is variant 0. As each test cell's hidden part
+starts, every other variant ``v`` the plan names runs that hidden part in a fork of its own, from
+the state the cell's visible part left, with every seed the hidden part sets *itself* replaced by
+:func:`variant_seed` ``(seed, v)``: the same code draws other shapes and values, and the solution's
+answers on them are what that variant's students are compared with. The fork's calls come back as
+:class:`HiddenCalls` and join the record (:func:`merge`), each hidden call naming its variant; the
+grader splits the record per variant (:func:`course_tools.grading.variants.variant_probes`). So a
+variant costs its hidden parts, not the whole notebook again, and every variant's visible checks are
+the very calls of variant 0. Visible checks, the answer cells and any seed a graded function sets
+inside a call keep theirs: the solution's own randomness must replay as it ran. Only the
+instructor's record run is changed; a student's run replays the recorded inputs
+(:class:`.runs.ProbeServer`) and never sees a seed.
 """
 from __future__ import annotations
 
 import hashlib
 import random
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -38,7 +44,7 @@ def reseed(variant: int, drawing_hidden_inputs: Callable[[], bool]) -> Callable[
     outside any graded call): ``torch.manual_seed`` (which ``course_lib.seed_everything`` calls too),
     ``torch.Generator().manual_seed``, ``random.seed``, ``random.Random(seed)``, ``np.random.seed``,
     ``np.random.default_rng`` and ``np.random.RandomState``. Installed only in a record run of a
-    variant other than 0 (a process of its own, which ends with the run). Returns what the runner
+    variant other than 0 (the fork of a hidden part, which ends with it). Returns what the runner
     calls as each hidden part starts (:func:`draw_anew`)."""
     def mapped(seed: Any) -> Any:
         return variant_seed(seed, variant) if drawing_hidden_inputs() else seed
@@ -88,3 +94,54 @@ def reseed(variant: int, drawing_hidden_inputs: Callable[[], bool]) -> Callable[
         numpy_seed(seed)
 
     return draw_anew
+
+
+@dataclass
+class HiddenCalls:
+    """What one variant's fork of a hidden part recorded: the calls from ``since`` on (the fork held
+    the main run's ``since`` calls before them), their pickled inputs and results, the test cells that
+    took gradients, and the error the hidden part failed with (None when it passed)."""
+
+    variant: int
+    since: int
+    calls: list[dict]
+    blobs: list[bytes | None]
+    results: list[dict]
+    gradient_cells: set[str]
+    error: str | None
+
+
+def hidden_calls(recorder: Any, variant: int, since: int, error: str | None) -> HiddenCalls:
+    """What ``recorder`` (a :class:`.probes.Recorder`, in the fork) recorded since call ``since``."""
+    return HiddenCalls(variant, since, recorder.calls[since:], recorder.blobs[since:],
+                       recorder.results[since:], set(recorder.gradient_cells), error)
+
+
+def merge(recorder: Any, parts: list[HiddenCalls]) -> None:
+    """The forks' calls into ``recorder``'s, each part where its fork started (before the main run's
+    own hidden calls of that cell), every reference to a call (a method's ``instance``) renumbered."""
+    order: list[tuple[int, int]] = []  # (-1: the main run, or the part's number; the call's index in it)
+    cursor = 0
+    for number, part in sorted(enumerate(parts), key=lambda item: item[1].since):
+        order += [(-1, i) for i in range(cursor, part.since)]
+        cursor = max(cursor, part.since)
+        order += [(number, i) for i in range(len(part.calls))]
+    order += [(-1, i) for i in range(cursor, len(recorder.calls))]
+    position = {key: new for new, key in enumerate(order)}
+
+    def renumbered(number: int, instance: int | None) -> int | None:
+        if instance is None:
+            return None
+        if number < 0 or instance < parts[number].since:  # built by the main run, before the fork
+            return position[(-1, instance)]
+        return position[(number, instance - parts[number].since)]
+
+    calls, blobs, results = [], [], []
+    for number, i in order:
+        source = recorder if number < 0 else parts[number]
+        calls.append({**source.calls[i], "instance": renumbered(number, source.calls[i]["instance"])})
+        blobs.append(source.blobs[i])
+        results.append(source.results[i])
+    recorder.calls, recorder.blobs, recorder.results = calls, blobs, results
+    for part in parts:
+        recorder.gradient_cells |= part.gradient_cells
