@@ -9,6 +9,7 @@ notebook per assignment (:func:`solution_session`), kept on one pytest worker by
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Iterator
 
 import pytest
@@ -40,6 +41,9 @@ class NotebookSession:
         notebook = read_notebook(assignment.source)
         self.assignment = assignment
         self.graded = [(nbgrader_meta(c)["grade_id"], c.source) for c in graded_cells(notebook)]
+        # every function and class the notebook defines, with the source of its cell
+        self.defined = [(name, c.source) for c in notebook.cells if c.cell_type == "code"
+                        for name in defined_names(_without_magics(c.source))]
         self.visible = visible_checks(assignment)
         self.definitions = graded_names(assignment)
         self.kernel = LiveKernel(assignment.source.parent)
@@ -65,10 +69,20 @@ class NotebookSession:
                 return grade_id, result.error
         return None
 
-    def failures(self) -> dict[str, str]:
-        """grade_id -> error of every graded cell that fails (all cells are rerun)."""
+    def affected_by(self, name: str) -> set[str]:
+        """grade_ids of the graded cells a new definition of ``name`` can change: those that mention it
+        or a function or class of the notebook whose cell mentions it, or mentions one that does, ..."""
+        names = {name}
+        while grown := {n for n, source in self.defined if n not in names and _mentions(source, names)}:
+            names |= grown
+        return {grade_id for grade_id, source in self.graded if _mentions(source, names)}
+
+    def failures(self, grade_ids: set[str] | None = None) -> dict[str, str]:
+        """grade_id -> error of every graded cell (of ``grade_ids``, else all) that fails, rerun."""
         failed = {}
         for grade_id, source in self.graded:
+            if grade_ids is not None and grade_id not in grade_ids:
+                continue
             result = self.kernel.run(source)
             if not result.ok:
                 failed[grade_id] = result.error
@@ -98,6 +112,15 @@ class NotebookSession:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _without_magics(source: str) -> str:
+    """A cell's Python: its IPython magic and shell lines (``%matplotlib inline``, ``!ls``) blanked."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def _mentions(source: str, names: set[str]) -> bool:
+    return re.search(r"\b(" + "|".join(map(re.escape, names)) + r")\b", source) is not None
 
 
 _SESSIONS: dict[str, NotebookSession] = {}

@@ -2,8 +2,10 @@
 
 The mirror of tests/test_bug_catalogue.py: tests/alternatives/<assignment>.py holds, for every
 graded function or class, at least two correct redefinitions in other styles. The solution notebook
-runs once per assignment in a live kernel; each alternative is executed, EVERY graded cell is rerun
-and must pass, then the solution definition is restored. A failure means a check tests more than
+runs once per assignment in a live kernel; each alternative is executed, every graded cell it can
+change (that mentions its name, or a function or class of the notebook that does, transitively) is
+rerun and must pass, then the solution definition is restored. (The class's alternatives rounds in
+tests/test_grading_the_course.py grade every cell through the grader.) A failure means a check tests more than
 the exercise's text fixes (or the text is vague): fix the contract or the check in solutions/.
 """
 from __future__ import annotations
@@ -57,7 +59,8 @@ def test_every_alternative_passes_every_graded_cell(assignment):
     with solution_session(assignment) as session:
         for alt in catalogue(assignment.id):
             defined = session.run(alt.code)
-            failures = {"(definition)": defined.error} if not defined.ok else session.failures()
+            failures = ({"(definition)": defined.error} if not defined.ok
+                        else session.failures(session.affected_by(alt.target)))
             session.restore(alt.target)
             if failures:
                 rejected.append(f"{alt.target}: {alt.description}\n" +
