@@ -155,7 +155,8 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
     reference is then its part of the record (:func:`.variants.variant_probes`), cached apart.
     """
     wanted = sorted(set(variants))
-    found = {v: reference for v in wanted if (reference := _cached(assignment, cells, v))}
+    key = grader_key(cells)  # once: it reads and parses every module a grade depends on
+    found = {v: reference for v in wanted if (reference := _cached(assignment, key, v))}
     missing = [v for v in wanted if v not in found]
     if not missing:
         return found
@@ -210,19 +211,19 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         passes = _what_the_release_passes(assignment, cells, sandbox, limits, files, record.outbox,
                                           Path(scratch), calls, usable)
         for variant in missing:
-            found[variant] = _save_variant(assignment, cells, variant, record.outbox, calls, usable, passes)
+            found[variant] = _save_variant(assignment, key, variant, record.outbox, calls, usable, passes)
     return found
 
 
-def _cached(assignment: Assignment, cells: list[Cell], variant: int) -> Reference | None:
-    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(cells, variant)
+def _cached(assignment: Assignment, key: str, variant: int) -> Reference | None:
+    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(key, variant)
     if not (folder / "usable.json").is_file():
         return None
     usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
     return Reference(folder, json.loads((folder / "probes.json").read_text()), usable, variant)
 
 
-def _save_variant(assignment: Assignment, cells: list[Cell], variant: int, recorded: Path, calls: list[dict],
+def _save_variant(assignment: Assignment, key: str, variant: int, recorded: Path, calls: list[dict],
                   usable: dict[int, str], passes: dict[int, bool]) -> Reference:
     """``variant``'s part of a record of several (``recorded``: its probes), renumbered from 0 and
     cached; a test cell whose usable probes of this variant all pass on the release's stubs checks
@@ -241,7 +242,7 @@ def _save_variant(assignment: Assignment, cells: list[Cell], variant: int, recor
         if all(passes[k] for k in probes):
             for k in probes:
                 kept[number[k]] = RELEASE_PASSES
-    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(cells, variant)
+    folder = assignment.root / "build" / "autograde" / assignment.id / reference_name(key, variant)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=folder.parent))
     (staging / "probes").mkdir()
@@ -259,10 +260,11 @@ def _save_variant(assignment: Assignment, cells: list[Cell], variant: int, recor
 RELEASE_PASSES = "the release's stub passes every probe of this cell: it checks only given code"
 
 
-def reference_name(cells: list[Cell], variant: int) -> str:
-    """The cache folder of a variant's reference, and the grader a record names: the grader's key and
-    the variant, so that a student graded on one variant never resumes against another's."""
-    return f"reference-{grader_key(cells)}-variant{variant}"
+def reference_name(key: str, variant: int) -> str:
+    """The cache folder of a variant's reference, and the grader a record names: the grader's key
+    (:func:`grader_key`) and the variant, so that a student graded on one variant never resumes
+    against another's."""
+    return f"reference-{key}-variant{variant}"
 
 
 def _what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
