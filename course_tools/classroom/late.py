@@ -37,6 +37,7 @@ from traitlets import Enum, Float
 from nbgrader.plugins import LateSubmissionPlugin
 
 from course_tools.course import CourseError, nbgrader_config
+from course_tools.grading.gradebook import opened
 
 PERIOD_SECONDS = {"per_hour": 3600, "per_day": 86400}
 
@@ -163,9 +164,7 @@ def parse_duration(text: str) -> dt.timedelta:
 
 
 def set_due(url: str, assignment: str, when: dt.datetime | None) -> None:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(url) as gradebook:
+    with opened(url) as gradebook:
         gradebook.update_or_create_assignment(assignment, duedate=when)
 
 
@@ -174,9 +173,7 @@ def extend(url: str, assignment: str, student: str, extension: dt.timedelta | No
     (with no scores: :func:`course_tools.grading.gradebook.scores` lists only what was graded)."""
     import warnings
 
-    from nbgrader.api import Gradebook
-
-    with Gradebook(url) as gradebook, warnings.catch_warnings():
+    with opened(url) as gradebook, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings while it creates the submission
         gradebook.update_or_create_student(student)
         gradebook.update_or_create_submission(assignment, student, extension=extension)
@@ -184,9 +181,9 @@ def extend(url: str, assignment: str, student: str, extension: dt.timedelta | No
 
 def deadlines(url: str, assignment: str) -> dict[str, Deadline]:
     """Per student with a gradebook entry for ``assignment``: due date, extension and submission time."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(url) as gradebook:
+    with opened(url) as gradebook:
         try:
             entry = gradebook.find_assignment(assignment)
         except MissingEntry:
@@ -241,9 +238,9 @@ def run_step(arguments: argparse.Namespace, root: Path, out: TextIO | None = Non
 
 
 def _due(url: str, assignment: str) -> dt.datetime | None:
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(url) as gradebook:
+    with opened(url) as gradebook:
         try:
             return gradebook.find_assignment(assignment).duedate
         except MissingEntry:

@@ -78,10 +78,10 @@ def exercise_scores(root: Path, selected: list[Assignment]) -> dict[tuple[str, s
     url = gradebook.db_url(root)
     if url.startswith("sqlite:///") and not Path(url[len("sqlite:///") :]).is_file():
         return {}  # nothing graded yet; opening the Gradebook would create an empty database
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     found = {}
-    with Gradebook(url) as book:
+    with gradebook.opened(url) as book:
         for assignment in selected:
             try:
                 submissions = book.find_assignment(assignment.id).submissions

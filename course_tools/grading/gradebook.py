@@ -9,6 +9,7 @@ is dumped table by table to JSON, which restores with any SQL client.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import sqlite3
 import warnings
@@ -22,6 +23,37 @@ BACKUPS = "gradebook-backups"
 
 def db_url(root: Path) -> str:
     return nbgrader_config(root).CourseDirectory.db_url
+
+
+def opened(url: str):
+    """nbgrader's ``Gradebook`` on ``url``. On a database it has not made yet, its constructor runs
+    ``alembic heads`` in a new process for the schema version to stamp (about 2 s of CPU per new
+    gradebook); the same version is stamped here first, read from alembic's API in this process."""
+    from nbgrader.api import Gradebook
+    from sqlalchemy import create_engine, inspect, text
+
+    engine = create_engine(url)
+    try:
+        if not inspect(engine).get_table_names():
+            with engine.begin() as connection:
+                connection.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+                connection.execute(text("INSERT INTO alembic_version (version_num) VALUES (:head)"),
+                                   {"head": schema_head()})
+    finally:
+        engine.dispose()
+    return Gradebook(url)
+
+
+@functools.cache
+def schema_head() -> str:
+    """The newest revision of nbgrader's gradebook schema (its alembic migrations' head)."""
+    import nbgrader
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(nbgrader.__file__).parent / "alembic"))
+    return ScriptDirectory.from_config(config).get_current_head()
 
 
 def backup(root: Path, url: str) -> Path | None:
@@ -55,9 +87,9 @@ def ensure_assignment(url: str, assignment: str, notebook: str, points: dict[str
                       answers: list[str]) -> None:
     """The assignment, its notebook, grade cells and answer cells, as nbgrader's generate_assignment records
     them."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(url) as gradebook:
+    with opened(url) as gradebook:
         gradebook.update_or_create_assignment(assignment)
         try:
             gradebook.find_notebook(notebook, assignment)
@@ -80,9 +112,7 @@ def ensure_cells(url: str, assignment: Assignment, cells: list) -> None:
 def save(url: str, assignment: str, notebook: str, student: str, scores: dict[str, float | None],
          review: set[str], timestamp: str | None) -> None:
     """Write one student's automatic scores; ``review`` names the cells a person must look at."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(url) as gradebook, warnings.catch_warnings():
+    with opened(url) as gradebook, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # nbgrader's own SQLAlchemy warnings while it creates the submission
         gradebook.update_or_create_student(student)
         extra = {"timestamp": timestamp} if timestamp else {}
@@ -107,10 +137,10 @@ class Scores:
 def scores(url: str, assignment: str) -> dict[str, Scores]:
     """Per student with a graded submission: the total, the maximum, the manual scores and the
     comments of a grader."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     found = {}
-    with Gradebook(url) as gradebook:
+    with opened(url) as gradebook:
         try:
             submissions = gradebook.find_assignment(assignment).submissions
         except MissingEntry:
@@ -128,7 +158,5 @@ def scores(url: str, assignment: str) -> dict[str, Scores]:
 
 
 def students(url: str) -> list[str]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(url) as gradebook:
+    with opened(url) as gradebook:
         return [s.id for s in gradebook.students]
