@@ -260,31 +260,33 @@ def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None)
         probs = probs / probs.sum(-1, keepdim=True)
     return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
 '''),
-    Alternative("sample_next", "row by row in float64, Python's stable sorted(), one multinomial per row", '''
+    Alternative("sample_next", "filtered row by row in Python floats with a stable sorted(), then one multinomial", '''
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-    rows = []
-    for row in logits.double():
+    tokens, kept = [], []
+    for row in logits.double().tolist():
         if temperature == 0:
-            rows.append(int(torch.argmax(row)))
+            tokens.append(max(range(len(row)), key=row.__getitem__))
             continue
-        row = row / temperature
+        z = [v / temperature for v in row]
         if top_k:
-            kth = row.sort(descending=True).values[min(top_k, row.numel()) - 1]
-            row = row.masked_fill(row < kth, -math.inf)
-        p = torch.exp(row - row.max())
-        p = p / p.sum()
+            kth = sorted(z, reverse=True)[min(top_k, len(z)) - 1]
+            z = [v if v >= kth else -math.inf for v in z]
+        top = max(z)
+        p = [math.exp(v - top) for v in z]
+        norm = sum(p)
+        p = [v / norm for v in p]
         if top_p is not None:
-            probs = p.tolist()
-            keep, total = [False] * len(probs), 0.0
-            for i in sorted(range(len(probs)), key=lambda i: -probs[i]):
+            keep, total = [0.0] * len(p), 0.0
+            for i in sorted(range(len(p)), key=lambda i: -p[i]):
                 if total >= top_p:
                     break
-                keep[i] = True
-                total += probs[i]
-            p = torch.where(torch.tensor(keep), p, torch.zeros_like(p))
-            p = p / p.sum()
-        rows.append(int(torch.multinomial(p, 1, generator=generator)))
-    return torch.tensor(rows, dtype=torch.long)
+                keep[i] = p[i]
+                total += p[i]
+            p = keep
+        kept.append(p)
+    if temperature == 0:
+        return torch.tensor(tokens, dtype=torch.long)
+    return torch.multinomial(torch.tensor(kept, dtype=torch.float64), 1, generator=generator)[:, 0]
 '''),
     Alternative("sample_next", "a clone filtered in place, the sorted mask shifted by one instead of subtracted", '''
 def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
