@@ -37,7 +37,8 @@ from course_tools.grading.submission import source_cells
 
 from .shared import built_once
 from .system import needs_bwrap, require_bwrap
-from .submissions.catalogue import CANARY, CATALOGUE, FOLDER, MARKER, Fifo, Link, Sparse
+from .submissions.catalogue import (CANARY, CATALOGUE, FOLDER, MARKER, MEMORY_LIMIT, STEP_CPU_S,
+                                    STUDENT_CPU_S, Fifo, Link, Sparse)
 from .submissions.toy import ANSWERS, ASSIGNMENT, HIDDEN_EXPECTED, HIDDEN_INPUT, POINTS, make_course
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +50,8 @@ def batch_test(test):
 
 
 # Small enough that the resource fixtures cost seconds and stay safe on a shared 2-core machine.
-LIMITS = Limits(cell_s=15, student_s=25, memory_bytes=4 << 30, processes=64, file_bytes=16 << 20,
-                output_bytes=4 << 20, scratch_bytes=256 << 20, outbox_bytes=64 << 20)
+LIMITS = Limits(cell_s=STEP_CPU_S, student_s=STUDENT_CPU_S, memory_bytes=MEMORY_LIMIT, processes=64,
+                file_bytes=16 << 20, output_bytes=4 << 20, scratch_bytes=256 << 20, outbox_bytes=64 << 20)
 REVIEWED, ABSENT = "zz_reviewed", "zz_absent"
 
 

@@ -299,7 +299,10 @@ def rnn_step(x_t, h_prev, W_e, W_h, b):
 
 ALL_CHECKS = ("test_double", "test_softmax", "test_attention", "test_rnn_step", "test_rnn_forward", "test_affine",
               "test_dropout")
-MEMORY_LIMIT = 4 << 30  # the batch's --memory (tests/test_autograde.py's LIMITS); the fixture holds more
+# The batch's limits (tests/test_autograde.py's LIMITS), which the resource fixtures are built
+# against: CPU seconds of one step and of all of one student's runs together, and --memory. The
+# times are small so that the fixtures that run into them cost seconds of the suite, not minutes.
+STEP_CPU_S, STUDENT_CPU_S, MEMORY_LIMIT = 8, 12, 4 << 30
 
 # --- issue 24: credit needs the student's own code ---
 # The answers read every probe's input, hidden ones included, wherever the sandbox holds them, and
@@ -506,12 +509,12 @@ def double(x):
             pass
     raise ValueError("HIDDEN " + " ".join(seen))"""
 # --- issue 24: one time limit for all of a student's runs ---
-# 13 s of CPU in an answer cell (under the 15 s of one step) and a wrong rnn_step: the main run and
-# the cascade regrade of rnn_forward each run the cell again, 26 s against the student's 25 s.
-CPU_IN_EVERY_RUN = """import time
+# 6.5 s of CPU in an answer cell (under the 8 s of one step) and a wrong rnn_step: the main run and
+# the cascade regrade of rnn_forward each run the cell again, 13 s against the student's 12 s.
+CPU_IN_EVERY_RUN = f"""import time
 
 _start = time.process_time()
-while time.process_time() - _start < 13:
+while time.process_time() - _start < {STEP_CPU_S - 1.5}:
     pass
 
 """ + ANSWERS["double"]
@@ -533,11 +536,11 @@ def _fixtures() -> list[Fixture]:
           Expected(GRADED, 8, failed=("test_double",), why="hidden check 3 of 5 (double): return value: values differ")),
         # --- resources ---
         f("infinite_loop", "softmax never returns", submission(softmax="def softmax(x, dim=-1):\n    while True:\n        pass"),
-          Expected(GRADED, 7, failed=("test_softmax",), why="15 s CPU time limit of one step")),
+          Expected(GRADED, 7, failed=("test_softmax",), why=f"{STEP_CPU_S} s CPU time limit of one step")),
         f("sigint_ignored", "attention loops forever and ignores SIGINT",
           submission(attention="import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n\n"
                                "def attention(q, k, v):\n    while True:\n        pass"),
-          Expected(REVIEW, 7, failed=("test_attention",), why="15 s CPU time limit of one step")),
+          Expected(REVIEW, 7, failed=("test_attention",), why=f"{STEP_CPU_S} s CPU time limit of one step")),
         f("os_exit", "rnn_step ends the process with os._exit",
           submission(rnn_step="import os\n\ndef rnn_step(x_t, h_prev, W_e, W_h, b):\n    os._exit(3)"),
           Expected(REVIEW, 8, failed=("test_rnn_step",), why="exit status 3")),
@@ -755,11 +758,11 @@ def _fixtures() -> list[Fixture]:
         f("raise_probes", "double raises every probe input it can find in the sandbox",
           submission(double=RAISE_PROBES), Expected(REVIEW, 8, failed=("test_double",), why="ValueError")),
         # --- issue 24: one student's time limit covers all their runs ---
-        f("cpu_in_every_run", "13 s of CPU in an answer cell, and a wrong rnn_step: its cascade regrade runs the cell "
-                              "again, past the student's 25 s for all runs",
+        f("cpu_in_every_run", f"{STEP_CPU_S - 1.5} s of CPU in an answer cell, and a wrong rnn_step: its cascade "
+                              f"regrade runs the cell again, past the student's {STUDENT_CPU_S} s for all runs",
           submission(double=CPU_IN_EVERY_RUN, rnn_step=IDENTITY_RNN_STEP),
           Expected(REVIEW, 7, failed=("test_rnn_step", "test_rnn_forward"),
-                   why="exceeded this student's 25 s CPU time limit for all of their runs together")),
+                   why=f"exceeded this student's {STUDENT_CPU_S} s CPU time limit for all of their runs together")),
     ]
 
 
