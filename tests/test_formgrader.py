@@ -178,8 +178,9 @@ HOSTILE_COMMENT = "x() misses the edge case n = 0 <script>alert(1)</script>\nsee
 def test_a_graders_comment_reaches_grades_and_feedback_and_survives_a_regrade(tmp_path, monkeypatch,
                                                                                capsys):
     """Comments written as formgrader writes them (nbgrader's Gradebook API): `course grades` lists
-    them, the feedback page shows each beside the check of the answer it is about, escaped, and
-    a later grading (autograde writes the scores again) neither loses nor repeats them."""
+    them, the Moodle worksheet carries them in its feedback column, the feedback page shows each
+    beside the check of the answer it is about, escaped, and a later grading (autograde writes the
+    scores again) neither loses nor repeats them."""
     from nbgrader.api import Gradebook
 
     root = tmp_path / "course"
@@ -193,6 +194,9 @@ def test_a_graders_comment_reaches_grades_and_feedback_and_survives_a_regrade(tm
         book.find_comment("answer_x", "a1", "a1", "commented").manual_comment = HOSTILE_COMMENT
         book.find_comment("answer_y", "a1", "a1", "commented").manual_comment = "  "  # a box left blank
         book.db.commit()
+    roster = root / "students.csv"
+    roster.write_text("student_id,email,moodle_identifier\n" + "".join(
+        f"{s},{s}@uni.example,Participant {i}\n" for i, s in enumerate(("commented", "quiet"), 1)))
 
     for regraded in (False, True):
         if regraded:
@@ -206,6 +210,13 @@ def test_a_graders_comment_reaches_grades_and_feedback_and_survives_a_regrade(tm
         rows = {row["student"]: row for row in _read(root / "grades.csv")}
         assert rows["commented"]["comments"] == f"answer_x: {HOSTILE_COMMENT.replace(chr(10), ' ')}"
         assert rows["quiet"]["comments"] == ""
+        # the Moodle worksheet's feedback column: the comment, as the student reads it in Moodle
+        assert main(["grades", "a1", "--format", "moodle", "--roster", str(roster), "--out",
+                     str(root / "moodle")]) == 0
+        feedback = {row["Email address"]: row["Feedback comments"]
+                    for row in _read(root / "moodle" / "a1.csv")}
+        assert feedback == {"commented@uni.example": rows["commented"]["comments"],
+                            "quiet@uni.example": ""}, feedback
         assert main(["feedback", "a1"]) == 0
         page = (root / "feedback" / "commented" / "a1" / "a1.html").read_text()
         assert page.count("edge case") == 1 and "<script>" not in page

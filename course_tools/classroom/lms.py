@@ -10,7 +10,8 @@
 * **Moodle** (Assignment > View all submissions > Upload grading worksheet): the offline grading
   worksheet, one per assignment, columns ``Identifier``, ``Full name``, ``Email address``,
   ``Status``, ``Grade``, ``Maximum Grade``, ``Grade can be changed``, ``Last modified
-  (submission)``, ``Last modified (grade)``, ``Feedback comments``. Moodle finds a student by the
+  (submission)``, ``Last modified (grade)``, ``Feedback comments`` (the late note and the comments
+  a grader wrote in formgrader). Moodle finds a student by the
   ``Identifier`` it gave them (``Participant 1234``), which only Moodle knows: fill the worksheet
   Moodle exports (``--lms-file``), or give the identifiers in the roster.
 
@@ -257,13 +258,13 @@ def moodle_sheet(
         student = entry["student_id"]
         used.add(student)
         row[grade_column] = grades.score(assignment, student, student)
-        note = grades.late_note(assignment, student)
+        note = grades.feedback(assignment, student)
         if (
             note
             and "Feedback comments" in sheet.header
             and not row[sheet.column("Feedback comments")].strip()
         ):
-            row[sheet.column("Feedback comments")] = note  # an instructor's own comment is never replaced
+            row[sheet.column("Feedback comments")] = note  # a comment made in Moodle is never replaced
         for grade_id, column in targets:
             row[column] = grades.exercise_score(assignment, student, grade_id)
         if "Maximum Grade" in sheet.header and not maximum_reported:

@@ -51,6 +51,13 @@ class Grades:
         cost = f": −{row['penalty']} points, already taken off the grade" if row["penalty"] else ""
         return f"late: submitted {row['late']}{cost}"
 
+    def feedback(self, assignment: str, student: str) -> str:
+        """What the student's feedback column says: the late note, then each comment a grader wrote
+        in formgrader (``cell: comment``, one per line, as in ``course grades``); "" when neither."""
+        row = self.rows.get((assignment, student))
+        comments = row["comments"] if row else ""
+        return "\n".join(text for text in (self.late_note(assignment, student), comments) if text)
+
     def exercise_score(self, assignment: str, student: str, grade_id: str) -> str:
         row = self.rows.get((assignment, student))
         if row is None or row["status"] != GRADED:

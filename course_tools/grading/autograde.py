@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import queue
 import shutil
@@ -41,12 +42,12 @@ from course_tools.untrusted import Missing, Unreadable, no_links, read_bytes, sa
 
 from . import gradebook
 from .limits import Limits
-from .probe_report import ProbeTexts, call_inputs, returned
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, BadRecord, Result, read_record, write_record
 from .redacted import reference_sources
-from .reference import Reference, build_references, redacted_for, references_of
+from .reference import Reference, build_references, grader_key, redacted_for, reference_name, references_of
+from .runs import link_or_copy
 from .sandbox import Sandbox
-from .scrub import Scrubber, probe_values
+from .scrub import LazyScrubber, probe_input
 from .student import Context, grade_student, test_cells
 from .submission import MAX_NOTEBOOK_BYTES, Cell, cell_ids, release_stubs, source_cells
 from .variants import variant_count, variant_of
@@ -65,34 +66,29 @@ def stage_probe_inputs(reference: Reference, work: Path) -> Path:
     staged = work / f".probe-inputs-{reference.variant}"  # no student id starts with a dot
     staged.mkdir(parents=True)
     for path in (reference.folder / "probes").glob("*.pkl"):
-        shutil.copy(path, staged / path.name)
+        link_or_copy(str(path), str(staged / path.name))  # a link: hundreds of files per variant
     return staged
 
 
-def probe_texts(reference: Reference) -> ProbeTexts:
-    """Each replayed probe's inputs and the solution's result as short text, once per batch."""
-    folder = reference.folder / "probes"
-    replayed = reference.replayed()
-    return ProbeTexts({k: call_inputs(folder, k) for k in replayed},
-                      {k: returned(reference.expected(k)) for k in replayed})
-
-
-def hidden_values(reference: Reference) -> Scrubber:
+def hidden_values(reference: Reference) -> tuple[list, list]:
     """What the student's own error text must never show: the inputs and results of the hidden
-    checks (the values of the visible ones may stay)."""
+    checks; and the values of the visible ones, which may stay (:class:`.scrub.Scrubber`)."""
     folder = reference.folder / "probes"
     sides: dict[bool, list] = {True: [], False: []}
     for k in reference.replayed():
-        sides[reference.calls[k].get("segment") == "hidden"].extend(probe_values(folder, k))
-    return Scrubber(sides[True], sides[False])
+        sides[reference.calls[k].get("segment") == "hidden"].extend(
+            [*probe_input(folder, k), reference.expected(k)])
+    return sides[True], sides[False]
 
 
 @contextlib.contextmanager
 def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: int = 1,
-          isolated: bool = True, variants: Iterable[int] = (0,)) -> Iterator[dict[int, Context]]:
+          isolated: bool = True, variants: Iterable[int] = (0,), key: str | None = None
+          ) -> Iterator[dict[int, Context]]:
     """What the graders of one batch share (:class:`Context`), per variant of the hidden inputs in
     ``variants``: the sandbox with ``jobs`` slots (one for all), that variant's solution probes, the
-    redacted course_lib; the sandbox and its working folder go at the end."""
+    redacted course_lib; the sandbox and its working folder go at the end. ``key``: the grader's
+    (:func:`.reference.grader_key`), when the caller has it already."""
     sandbox = Sandbox(isolated)
     if sandbox.warning:
         print(f"course: {sandbox.warning}", file=sys.stderr)
@@ -101,14 +97,14 @@ def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: in
         work = Path(tempfile.mkdtemp(prefix="autograde-", dir=sandbox.scratch))
         slots = _slots(jobs)
         contexts = {}
-        references = build_references(assignment, cells, sandbox, limits, files, variants)
+        references = build_references(assignment, cells, sandbox, limits, files, variants, key)
+        stubs, ids = release_stubs(assignment.release), cell_ids(assignment.source)  # once: every variant's
         for variant, reference in references.items():
             contexts[variant] = Context(
-                assignment, cells, reference, sandbox, limits, files, release_stubs(assignment.release),
-                cell_ids(assignment.source), work, stage_probe_inputs(reference, work),
-                redacted_for(assignment, cells, reference.calls),
-                reference_sources(references_of(cells, reference.calls)), slots, hidden_values(reference),
-                probe_texts(reference))
+                assignment, cells, reference, sandbox, limits, files, stubs, ids, work,
+                stage_probe_inputs(reference, work), redacted_for(assignment, cells, reference.calls),
+                reference_sources(references_of(cells, reference.calls)), slots,
+                LazyScrubber(functools.partial(hidden_values, reference)))
         yield contexts
 
 
@@ -122,8 +118,6 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     their saved grade (``Result.kept``) and grades the rest; ``regrade`` (or naming students) grades
     them all.
     """
-    from tqdm.auto import tqdm
-
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
     limits = limits or limits_for(root)
@@ -141,41 +135,55 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     count = variant_count(root)
     # the student's id is the folder the collector named from what the exchange or the LMS vouches for
     variant = {name: variant_of(assignment.id, name, count) for name in names}
-    with batch(assignment, cells, limits, jobs=jobs, isolated=isolated,
-               variants=set(variant.values()) or {0}) as contexts:
-        if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
-            in_gradebook = set(gradebook.scores(url, assignment.id))
-            graders = {name: contexts[variant[name]].reference.folder.name for name in names}
-            results = [kept for name in names
-                       if (kept := unchanged(root, assignment, name, graders[name], in_gradebook))]
-            names = [name for name in names if name not in {r.student for r in results}]
-
-        def graded(student: str) -> Result:
-            context = contexts[variant[student]]
-            digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
-            try:
-                result = grade_student(context, student)
-            # a grader bug must not stop the batch: this student fails, with the reason
-            except Exception as error:
-                result = Result(student, assignment.id, FAILED, None, 0.0,
-                                reasons=[f"{GRADER_ERROR}: {error!r}"])
-            result.submission, result.grader = digest or "", context.reference.folder.name
-            result.variant, result.variants = variant[student], count
-            return result
-
-        # One thread more than sandboxes: while ``jobs`` students run, another's results are compared.
-        with ThreadPoolExecutor(max_workers=jobs + 1) as pool, \
-                tqdm(total=len(names), unit="student", disable=not progress, file=sys.stderr) as bar:
-            for future in as_completed([pool.submit(graded, name) for name in names]):
-                result = future.result()
-                try:
-                    save(root, url, assignment, result, contexts[variant[result.student]].work)
-                except Exception as error:  # e.g. a locked database: report it, keep grading the others
-                    result.status, result.reasons = FAILED, result.reasons + [f"{NOT_SAVED}: {error!r}"]
-                results.append(result)
-                bar.update()
+    key = grader_key(cells)
+    if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
+        in_gradebook = set(gradebook.scores(url, assignment.id))
+        results = [kept for name in names if (kept := unchanged(
+            root, assignment, name, reference_name(key, variant[name]), in_gradebook))]
+        names = [name for name in names if name not in {r.student for r in results}]
+    # the references (and a sandbox) only of the variants someone is graded on: none when every
+    # grade stands; with no submission at all, variant 0's, which checks that the solution passes
+    graded_variants = {variant[name] for name in names} or ({0} if not results else set())
+    if graded_variants:
+        with batch(assignment, cells, limits, jobs=jobs, isolated=isolated, variants=graded_variants,
+                   key=key) as contexts:
+            results += grade_all(root, url, assignment, names, contexts, variant, count, jobs, progress)
     results.sort(key=lambda r: r.student)
     print(summary(results), file=out)
+    return results
+
+
+def grade_all(root: Path, url: str, assignment: Assignment, names: list[str], contexts: dict[int, Context],
+              variant: dict[str, int], count: int, jobs: int, progress: bool) -> list[Result]:
+    """Each of ``names`` graded on the context of their variant, and saved as soon as graded."""
+    from tqdm.auto import tqdm
+
+    results = []
+
+    def graded(student: str) -> Result:
+        context = contexts[variant[student]]
+        digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
+        try:
+            result = grade_student(context, student)
+        # a grader bug must not stop the batch: this student fails, with the reason
+        except Exception as error:
+            result = Result(student, assignment.id, FAILED, None, 0.0,
+                            reasons=[f"{GRADER_ERROR}: {error!r}"])
+        result.submission, result.grader = digest or "", context.reference.folder.name
+        result.variant, result.variants = variant[student], count
+        return result
+
+    # One thread more than sandboxes: while ``jobs`` students run, another's results are compared.
+    with ThreadPoolExecutor(max_workers=jobs + 1) as pool, \
+            tqdm(total=len(names), unit="student", disable=not progress, file=sys.stderr) as bar:
+        for future in as_completed([pool.submit(graded, name) for name in names]):
+            result = future.result()
+            try:
+                save(root, url, assignment, result, contexts[variant[result.student]].work)
+            except Exception as error:  # e.g. a locked database: report it, keep grading the others
+                result.status, result.reasons = FAILED, result.reasons + [f"{NOT_SAVED}: {error!r}"]
+            results.append(result)
+            bar.update()
     return results
 
 

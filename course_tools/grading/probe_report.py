@@ -8,24 +8,45 @@ reference, the sandbox or torch. The record lives under ``autograded/``, which n
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
 from .records import Probe
-from .scrub import probe_values
+from .scrub import probe_input
 
 MAX_TEXT = 300  # characters of one summary: enough to see a value, small enough for ~1,000 probes
 
 
 @dataclass(frozen=True)
 class ProbeTexts:
-    """What does not depend on the student, worked out once per batch: probe -> short text."""
+    """What does not depend on the student: probe -> short text, worked out once per reference and
+    kept beside it (:func:`probe_texts`, :meth:`save`, :meth:`load`)."""
 
     inputs: dict[int, str]
     expected: dict[int, str]
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps({"inputs": self.inputs, "expected": self.expected}), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> "ProbeTexts":
+        texts = json.loads(path.read_text(encoding="utf-8"))
+        return cls({int(k): v for k, v in texts["inputs"].items()},
+                   {int(k): v for k, v in texts["expected"].items()})
+
+
+def probe_texts(folder: Path, probes: Iterable[int]) -> ProbeTexts:
+    """Each of ``probes``' inputs (``<k>.pkl`` in ``folder``) and the solution's result
+    (``<k>.expected.pt``) as short text."""
+    texts = ProbeTexts({}, {})
+    for k in probes:
+        texts.inputs[k] = call_inputs(folder, k)
+        texts.expected[k] = returned(torch.load(folder / f"{k}.expected.pt", weights_only=True))
+    return texts
 
 
 def brief(value: Any, depth: int = 0) -> str:
@@ -79,8 +100,8 @@ def _tensor(tensor: torch.Tensor) -> str:
 
 def call_inputs(folder: Path, k: int) -> str:
     """Probe ``k``'s arguments as the grader stored them (``<k>.pkl``), or why they cannot be shown."""
-    found = probe_values(folder, k)
-    return brief(found[0]) if len(found) == 2 else "(not readable by the grader's safe unpickler)"
+    found = probe_input(folder, k)
+    return brief(found[0]) if found else "(not readable by the grader's safe unpickler)"
 
 
 def returned(record: Any) -> str:

@@ -27,6 +27,7 @@ from course_tools.pyparse import parse
 
 from .compare import compare, error_message
 from .limits import Limits
+from .probe_report import ProbeTexts, probe_texts
 from .redacted import redacted_course_lib
 from .runs import Run, run_plan
 from .sandbox import Sandbox
@@ -36,9 +37,11 @@ from .variants import variant_probes
 
 @dataclass
 class Reference:
-    folder: Path  # probes/<k>.pkl (inputs), probes/<k>.expected.pt (results), probes.json, usable.json
+    # probes/<k>.pkl (inputs), probes/<k>.expected.pt (results), probes.json, usable.json, texts.json
+    folder: Path
     calls: list[dict]
     usable: dict[int, str]  # probe -> "" when the grader replays it, else why it cannot
+    texts: ProbeTexts  # each replayed probe's inputs and result as short text, for `course explain`
     variant: int = 0  # whose hidden inputs: 0 the notebook's own, another drawn from other seeds (.variants)
     loaded: dict[int, dict] = field(default_factory=dict, repr=False)  # expected results read so far
 
@@ -141,7 +144,8 @@ def references_of(cells: list[Cell], calls: list[dict], keep: set[str] = frozens
 
 
 def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox, limits: Limits,
-                     files: dict[str, Path], variants: Iterable[int] = (0,)) -> dict[int, Reference]:
+                     files: dict[str, Path], variants: Iterable[int] = (0,), key: str | None = None
+                     ) -> dict[int, Reference]:
     """Each variant's reference: the solution's probes that replay exactly, read from its cache or
     recorded (with every other variant not cached yet) in one record run.
 
@@ -152,10 +156,12 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
     every probe of every variant replayed twice. A probe is kept when the check run reproduces the
     recorded result and does not depend on the random state; the check run's record (with gradients,
     where the cell checks them) is what the students' answers are compared with. Each variant's
-    reference is then its part of the record (:func:`.variants.variant_probes`), cached apart.
+    reference is then its part of the record (:func:`.variants.variant_probes`), cached apart, with
+    its probes described as text (:func:`.probe_report.probe_texts`). ``key``: :func:`grader_key`,
+    when the caller has it already (it reads and parses every module a grade depends on).
     """
     wanted = sorted(set(variants))
-    key = grader_key(cells)  # once: it reads and parses every module a grade depends on
+    key = key or grader_key(cells)
     found = {v: reference for v in wanted if (reference := _cached(assignment, key, v))}
     missing = [v for v in wanted if v not in found]
     if not missing:
@@ -210,8 +216,11 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         (record.outbox / "probes.json").write_text(json.dumps(calls), encoding="utf-8")
         passes = _what_the_release_passes(assignment, cells, sandbox, limits, files, record.outbox,
                                           Path(scratch), calls, usable)
+        # once for the record: the visible probes are every variant's
+        texts = probe_texts(record.outbox / "probes", [k for k, why in usable.items() if not why])
         for variant in missing:
-            found[variant] = _save_variant(assignment, key, variant, record.outbox, calls, usable, passes)
+            found[variant] = _save_variant(assignment, key, variant, record.outbox, calls, usable, passes,
+                                           texts)
     return found
 
 
@@ -220,15 +229,16 @@ def _cached(assignment: Assignment, key: str, variant: int) -> Reference | None:
     if not (folder / "usable.json").is_file():
         return None
     usable = {int(k): v for k, v in json.loads((folder / "usable.json").read_text()).items()}
-    return Reference(folder, json.loads((folder / "probes.json").read_text()), usable, variant)
+    return Reference(folder, json.loads((folder / "probes.json").read_text()), usable,
+                     ProbeTexts.load(folder / "texts.json"), variant)
 
 
 def _save_variant(assignment: Assignment, key: str, variant: int, recorded: Path, calls: list[dict],
-                  usable: dict[int, str], passes: dict[int, bool]) -> Reference:
-    """``variant``'s part of a record of several (``recorded``: its probes), renumbered from 0 and
-    cached; a test cell whose usable probes of this variant all pass on the release's stubs checks
-    only given code: it cannot tell a student's answer from none, so the grader does not credit it
-    on its own."""
+                  usable: dict[int, str], passes: dict[int, bool], texts: ProbeTexts) -> Reference:
+    """``variant``'s part of a record of several (``recorded``: its probes; ``texts``: theirs),
+    renumbered from 0 and cached; a test cell whose usable probes of this variant all pass on the
+    release's stubs checks only given code: it cannot tell a student's answer from none, so the
+    grader does not credit it on its own."""
     chosen = variant_probes(calls, variant)
     number = {k: new for new, k in enumerate(chosen)}
     mine = [{**calls[k], "instance": None if calls[k]["instance"] is None else number[calls[k]["instance"]]}
@@ -250,11 +260,15 @@ def _save_variant(assignment: Assignment, key: str, variant: int, recorded: Path
         for suffix in (".pkl", ".expected.pt"):
             if (recorded / "probes" / f"{k}{suffix}").is_file():
                 shutil.copy(recorded / "probes" / f"{k}{suffix}", staging / "probes" / f"{number[k]}{suffix}")
+    replayed = [k for k in chosen if not kept[number[k]]]
+    mine_texts = ProbeTexts({number[k]: texts.inputs[k] for k in replayed},
+                            {number[k]: texts.expected[k] for k in replayed})
     (staging / "probes.json").write_text(json.dumps(mine), encoding="utf-8")
+    mine_texts.save(staging / "texts.json")
     (staging / "usable.json").write_text(json.dumps(kept, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     staging.rename(folder)
-    return Reference(folder, mine, kept, variant)
+    return Reference(folder, mine, kept, mine_texts, variant)
 
 
 RELEASE_PASSES = "the release's stub passes every probe of this cell: it checks only given code"

@@ -189,7 +189,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path
     inbox.mkdir(parents=True, exist_ok=True)
     # Hard links instead of copies where the run cannot write to them: a read-only inbox, or a root
     # grader whose runs drop to a slot user.
-    copy = _link_or_copy if sandbox.isolated and (sandbox.root or not warm) else shutil.copy2
+    copy = link_or_copy if sandbox.isolated and (sandbox.root or not warm) else shutil.copy2
     for name, path in inputs.items():
         if path.is_dir():
             shutil.copytree(path, inbox / name, dirs_exist_ok=True, copy_function=copy)
@@ -254,7 +254,7 @@ def _readable_by_the_sandbox(inbox: Path) -> None:
                 os.chmod(path, 0o644)
 
 
-def _link_or_copy(source: str, target: str) -> str:
+def link_or_copy(source: str, target: str) -> str:
     """A hard link to ``source`` when only its owner may write it and it is on the same file system,
     else a copy."""
     try:

@@ -14,12 +14,12 @@ builds no class of the notebook's (an object becomes its state), and their recor
 """
 from __future__ import annotations
 
-import io
 import math
 import pickle
 import re
+import threading
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
@@ -60,20 +60,14 @@ class _Unpickler(pickle.Unpickler):
         return _State
 
 
-def probe_values(folder: Path, k: int) -> list[Any]:
-    """Probe ``k``'s input (``<k>.pkl``) and recorded result (``<k>.expected.pt``), as far as they can be
-    read."""
-    found: list[Any] = []
+def probe_input(folder: Path, k: int) -> list[Any]:
+    """Probe ``k``'s input (``<k>.pkl``) as the unpickler rebuilds it: a list of one, or empty when it
+    cannot (its result, which the grader reads apart, still counts)."""
     try:
         with open(folder / f"{k}.pkl", "rb") as stream:
-            found.append(_Unpickler(stream).load())
-    except Exception:  # an input the unpickler cannot rebuild: its result still counts
-        pass
-    try:
-        found.append(torch.load(io.BytesIO((folder / f"{k}.expected.pt").read_bytes()), weights_only=True))
+            return [_Unpickler(stream).load()]
     except Exception:
-        pass
-    return found
+        return []
 
 
 def _walk(value: Any, numbers: list[float], strings: set[str], depth: int = 0) -> None:
@@ -116,7 +110,7 @@ def _digits(number: float) -> str:
     return f"{abs(number):.11e}".split("e")[0].replace(".", "").rstrip("0")
 
 
-def _by_prefix(numbers: list[float]) -> dict[str, set[float]]:
+def _by_prefix(numbers: Iterable[float]) -> dict[str, set[float]]:
     """First PREFIX significant digits -> each number that has that many."""
     found: dict[str, set[float]] = {}
     for number in numbers:
@@ -145,9 +139,11 @@ class Scrubber:
             for value in values:
                 _walk(value, numbers, strings)
             sides.append((numbers, strings))
-        (hidden_numbers, hidden_strings), (visible_numbers, visible_strings) = sides
+        # each distinct number once: a token id or a zero repeats thousands of times in the probes
+        (hidden_numbers, hidden_strings), (visible_numbers, visible_strings) = \
+            ((set(numbers), strings) for numbers, strings in sides)
         self.prefixes, self.visible_prefixes = _by_prefix(hidden_numbers), _by_prefix(visible_numbers)
-        self.small = {n for n in hidden_numbers if len(_digits(n)) < SMALL_DIGITS} - set(visible_numbers)
+        self.small = {n for n in hidden_numbers if len(_digits(n)) < SMALL_DIGITS} - visible_numbers
         words = {w for s in hidden_strings for w in re.findall(r"\w+", s) if len(w) >= MIN_WORD}
         visible_words = {w for s in visible_strings for w in re.findall(r"\w+", s)}
         texts = {s for s in hidden_strings if len(s) >= MIN_STRING} - visible_strings
@@ -172,3 +168,20 @@ class Scrubber:
         text = ENCODED.sub(lambda m: HIDDEN
                            if sum(c.isdigit() for c in m.group(0)) >= 4 else m.group(0), text)
         return NUMBER.sub(self._number, text)
+
+
+class LazyScrubber:
+    """A :class:`Scrubber` made on its first use from ``values()`` (the hidden values, then the
+    visible ones): reading and walking every probe of a variant takes seconds, and only a visible
+    check that fails with the student's own error text needs it, in few batches."""
+
+    def __init__(self, values: Callable[[], tuple[Iterable[Any], Iterable[Any]]]):
+        self._values = values
+        self._made: Scrubber | None = None
+        self._lock = threading.Lock()  # the graders of a batch share it, each in its own thread
+
+    def __call__(self, text: str) -> str:
+        with self._lock:
+            if self._made is None:
+                self._made = Scrubber(*self._values())
+        return self._made(text)

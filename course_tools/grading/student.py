@@ -6,10 +6,12 @@ a run that failed) ends it. The batch around it is :mod:`.autograde`.
 """
 from __future__ import annotations
 
+import functools
 import queue
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 
@@ -21,12 +23,11 @@ from .compare import Mismatch, compare, error_message
 from .copies import pasted_references
 from .limits import Budget, Limits, describe_exit
 from .lint import Finding, bound_names, lint
-from .probe_report import ProbeTexts, probe_reports
+from .probe_report import probe_reports
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, Check, Result
 from .reference import Reference, load_result, make_plan, redacted_for
 from .runs import Run, run_plan
 from .sandbox import Sandbox
-from .scrub import Scrubber
 from .submission import Answers, Cell, answers, graded_plan, read_submission, replay_after, source_cells
 
 
@@ -47,11 +48,24 @@ class Context:
     course_lib: Path  # course_lib without this assignment's references (see redacted_for)
     references: dict[str, str]  # dotted name -> source of each reference it lacks (see copies)
     slots: queue.Queue[int]  # the free sandbox slots: --jobs of them (see _run)
-    scrub: Scrubber  # removes the hidden checks' values from a student's own error text
-    explained: ProbeTexts  # each probe's inputs and the solution's result, as `course explain` shows them
+    scrub: Callable[[str], str]  # removes the hidden checks' values from a student's own error text (.scrub)
 
     def solution_of(self) -> dict[str, str]:
         return {name: c.grade_id for c in self.cells if c.kind == "solution" for name in c.names}
+
+    @functools.cached_property
+    def forbidden(self) -> dict[str, set[str]]:
+        """Answer cell (grade_id) -> what its exercise forbids: the same for every student of the batch."""
+        owner = self.solution_of()
+        found: dict[str, set[str]] = {}
+        for call in self.reference.calls:
+            found.setdefault(owner.get(call["target"], ""), set()).update(call["forbid"])
+        return found
+
+    @functools.cached_property
+    def protected(self) -> set[str]:
+        """The names the instructor's cells bind, which no answer may rebind: parsed once per batch."""
+        return {name for c in self.cells if c.kind == "other" for name in bound_names(c.source)}
 
     def probes_of(self, cell: Cell) -> list[int]:
         return [k for k in self.reference.replayed() if self.reference.calls[k]["cell"] == cell.grade_id]
@@ -189,7 +203,7 @@ def decide(g: Grading) -> None:
     """Each test cell's verdict, the graded notebook for the instructor, the score and the status."""
     g.result.checks = _verdicts(g.context, g.outcomes, g.mismatches, g.findings)
     g.result.probes = probe_reports(g.context.cells, g.context.probes_of, g.context.reference.calls,
-                                    g.context.explained, g.outcomes, g.mismatches, g.runs)
+                                    g.context.reference.texts, g.outcomes, g.mismatches, g.runs)
     graded_notebook(g.context.assignment.source, g.found, g.context.stubs, g.result.checks,
                     g.workdir / g.context.assignment.release.name)
     if g.spent:
@@ -320,13 +334,8 @@ def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks:
 
 
 def _lint(context: Context, found: Answers) -> list[Finding]:
-    owner = context.solution_of()
-    forbidden: dict[str, set[str]] = {}
-    for call in context.reference.calls:
-        forbidden.setdefault(owner.get(call["target"], ""), set()).update(call["forbid"])
-    protected = {name for c in context.cells if c.kind == "other" for name in bound_names(c.source)}
     return [f for grade_id, code in found.code.items()
-            for f in lint(grade_id, code, forbidden.get(grade_id, set()), protected)]
+            for f in lint(grade_id, code, context.forbidden.get(grade_id, set()), context.protected)]
 
 
 def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int, Mismatch | None],
@@ -363,7 +372,7 @@ def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int,
 
 
 def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict | None,
-             scrub: Scrubber) -> str:
+             scrub: Callable[[str], str]) -> str:
     """What the student reads about a failed check. A hidden check names the check and the kind of
     difference only: its code and inputs stay with the grader, and so do its expected values and
     the student's own values on its inputs. A visible check may show values, and the student's own
