@@ -117,6 +117,9 @@ _ATTN_BUGS = [
                 "            k, v = cache.append(k, v)\n",
                 "            k, v = cache.append(k, v)\n"
                 "        if self.rope:\n            k = apply_rope(k, torch.arange(k.shape[2], device=x.device))\n")),
+    Bug("CausalSelfAttention", "RoPE positions counted from 1 (same outputs: only the cached keys differ)",
+        variant(_ATTN, "positions = torch.arange(start, start + T, device=x.device)",
+                "positions = torch.arange(start + 1, start + T + 1, device=x.device)")),
     Bug("CausalSelfAttention", "new keys and values not added to the cache",
         variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
 ]
@@ -235,12 +238,14 @@ _SAMPLE_BUGS = [
     Bug("sample_next", "temperature 0 not special-cased: samples at temperature 1",
         variant(_SAMPLE, "    if temperature == 0:\n        return logits.argmax(dim=-1)\n    logits = logits.float() / temperature",
                 "    logits = logits.float() / (temperature or 1.0)")),
-    Bug("sample_next", "divides the caller's logits in place (logits /= temperature)",
-        variant(_SAMPLE, "    logits = logits.float() / temperature\n", "    logits = logits.float()\n    logits /= temperature\n")),
     Bug("sample_next", "top-k by item assignment into the caller's logits when temperature is 1 (nanoGPT's style)",
         variant(variant(_SAMPLE, "    logits = logits.float() / temperature\n",
                         "    if temperature != 1.0:\n        logits = logits.float() / temperature\n"),
                 "logits = logits.masked_fill(logits < kth, float(\"-inf\"))", "logits[logits < kth] = float(\"-inf\")")),
+    Bug("sample_next", "draws by inverse CDF from the generator's torch.rand, not torch.multinomial",
+        variant(_SAMPLE, "    return torch.multinomial(probs, 1, generator=generator)[:, 0]\n",
+                "    u = torch.rand(probs.shape[0], 1, generator=generator, dtype=torch.float64)\n"
+                "    return (probs.double().cumsum(dim=-1) < u).sum(dim=-1).clamp(max=probs.shape[-1] - 1)\n")),
     Bug("sample_next", "generator not passed to torch.multinomial",
         variant(_SAMPLE, "torch.multinomial(probs, 1, generator=generator)", "torch.multinomial(probs, 1)")),
     Bug("sample_next", "squeezes the result: a batch of one gives a 0-d tensor",
@@ -504,6 +509,8 @@ _MFU_BUGS = [
         variant(_MFU, "needed = 6 * n_params", "needed = 4 * n_params")),
     Bug("training_mfu", "days taken as hours", variant(_MFU, "days * 24 * 3600", "days * 3600")),
     Bug("training_mfu", "the peak of one GPU for the whole cluster", variant(_MFU, "n_gpus * peak_flops", "peak_flops")),
+    Bug("training_mfu", "a NumPy float32 (not a Python float; 7 significant digits)",
+        variant(_MFU, "return float(needed / available)", "return np.float32(needed / available)")),
     Bug("training_mfu", "a percentage instead of a fraction",
         variant(_MFU, "return float(needed / available)", "return float(100 * needed / available)")),
 ]
