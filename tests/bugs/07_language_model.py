@@ -223,12 +223,15 @@ _SAMPLE_BUGS = [
                          "        probs = probs * keep_sorted.scatter(-1, order, keep_sorted)\n",
                 "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n"
                 "        probs = probs * (above < top_p)\n")),
-    Bug("sample_next", "top-p ties broken by an unstable sort",
-        variant(_SAMPLE, "probs.sort(dim=-1, descending=True, stable=True)", "probs.sort(dim=-1, descending=True)")),
     Bug("sample_next", "top-p on the probabilities before top-k, not renormalised after it",
         variant(variant(_SAMPLE, "    if top_k is not None:\n", "    unfiltered = logits\n    if top_k is not None:\n"),
                 "probs.sort(dim=-1, descending=True, stable=True)",
                 "unfiltered.softmax(dim=-1).sort(dim=-1, descending=True, stable=True)")),
+    Bug("sample_next", "top-k keeps exactly k tokens by torch.topk's indices (a tie at the k-th logit split, top_k > V raises)",
+        variant(_SAMPLE, "        kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]\n"
+                         "        logits = logits.masked_fill(logits < kth, float(\"-inf\"))\n",
+                "        kept = torch.topk(logits, top_k, dim=-1).indices\n"
+                "        logits = torch.full_like(logits, float(\"-inf\")).scatter(-1, kept, logits.gather(-1, kept))\n")),
     Bug("sample_next", "top-k keeps k - 1 tokens",
         variant(_SAMPLE, "logits = logits.masked_fill(logits < kth, float(\"-inf\"))",
                 "logits = logits.masked_fill(logits <= kth, float(\"-inf\"))")),
