@@ -120,6 +120,8 @@ _ATTN_BUGS = [
     Bug("CausalSelfAttention", "RoPE positions counted from 1 (same outputs: only the cached keys differ)",
         variant(_ATTN, "positions = torch.arange(start, start + T, device=x.device)",
                 "positions = torch.arange(start + 1, start + T + 1, device=x.device)")),
+    Bug("CausalSelfAttention", "RoPE applied whatever self.rope says",
+        variant(_ATTN, "        if self.rope:\n            positions", "        if True:\n            positions")),
     Bug("CausalSelfAttention", "new keys and values not added to the cache",
         variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
 ]
@@ -334,6 +336,9 @@ _COSINE_BUGS = [
                 "return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr")),
     Bug("cosine_lr", "returns a 0-d tensor after the warm-up (torch.cos)",
         variant(_COSINE, "0.5 * (1 + math.cos(math.pi * progress))", "0.5 * (1 + torch.cos(torch.tensor(math.pi * progress)))")),
+    Bug("cosine_lr", "a straight line from max_lr to min_lr instead of half a cosine",
+        variant(_COSINE, "return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)",
+                "return max_lr - progress * (max_lr - min_lr)")),
     Bug("cosine_lr", "after total the cosine climbs again",
         variant(_COSINE, "    if step >= total:\n        return min_lr\n", "")),
 ]
