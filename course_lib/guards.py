@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import importlib
 import re
+import sys
 import types
+import warnings
 from typing import Any, Iterator
 
 import torch
@@ -158,7 +160,8 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
         if any(words for _, words in rules):
             mode = KernelBlock(rules, exercise)
             mode.__enter__()
-        yield
+        with _warnings_on_stdout():
+            yield
     finally:
         if mode is not None:
             mode.__exit__(None, None, None)
@@ -169,6 +172,20 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
                 delattr(owner, attribute)  # the attribute was inherited: uncover the base class's again
             else:
                 setattr(owner, attribute, original)
+
+
+@contextlib.contextmanager
+def _warnings_on_stdout() -> Iterator[None]:
+    """The warnings of the code inside printed on stdout, not stderr: nbgrader counts any stderr
+    output of a test cell as a failure, so a correct answer that warns (``float()`` of a loss that
+    requires grad) showed red in Validate while the grade, which compares answers, gave it full marks."""
+    with warnings.catch_warnings(record=True) as raised:
+        try:
+            yield
+        finally:
+            for warning in raised:
+                print(f"{warning.category.__name__} from the code checked: {warning.message}",
+                      file=sys.stdout)
 
 
 @contextlib.contextmanager

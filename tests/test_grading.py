@@ -98,6 +98,17 @@ def test_forbid_restores_after_an_exception_and_blocks_module_methods():
     assert out.shape == (1, 2, 3)
 
 
+def test_a_warning_of_the_code_checked_goes_to_stdout_not_to_stderr(capsys):
+    """nbgrader's Validator fails a test cell that wrote anything on stderr: a correct train_step
+    returning float(loss) of a loss that requires grad (a UserWarning) was red in Validate and full
+    marks in the grade (issue 25, benchmarks.validate_agreement on 07)."""
+    loss = torch.tensor(1.5, requires_grad=True) * 2
+    with forbid("torch.softmax", exercise="train_step"):
+        value = float(loss)
+    out, err = capsys.readouterr()
+    assert value == 3.0 and "UserWarning from the code checked" in out and err == ""
+
+
 def test_forbid_rejects_unknown_names():
     with pytest.raises(AttributeError, match="does not exist"):
         with forbid("torch.no_such_function"):

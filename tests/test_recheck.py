@@ -11,11 +11,12 @@ import torch
 from torch import nn
 
 from course_tools.grading.copies import pasted_references
-from course_tools.grading.compare import compare
-from course_tools.grading.sandboxed.plain import mutable, plain
-from course_tools.grading.sandboxed.probes import path_to
+from course_tools.grading.compare import ARGUMENTS_AFTER, compare
+from course_tools.grading.sandboxed.plain import mutable, plain, same_state
+from course_tools.grading.sandboxed.probes import CHANGES_ARGUMENTS, Recorder, path_to
 from course_tools.grading.sandboxed.replay import match_parameters
 from course_tools.grading.redacted import redact_source, redacted_course_lib, reference_sources
+from course_tools.grading.student import arguments_contract
 from course_tools.grading.submission import split_test_cell
 
 
@@ -186,3 +187,28 @@ def test_optimizers_compare_their_groups_and_training_steps_the_parameters_they_
     with torch.no_grad():
         model.bias.add_(0.5)
     assert "parameter bias" in compare(before, {"return": None, "args_after": mutable([[model], {}])})
+
+
+def test_a_message_about_arguments_after_the_call_names_the_contract_the_solution_keeps():
+    """Issue 25: "arguments after the call[1]['cache'].k: values differ" did not say what was expected.
+    The record notes whether the solution's call changed its arguments; the message says which
+    contract a student's different arguments broke: left as given (a change in place), or the
+    state the exercise fixes (a cache's keys, a model after a step)."""
+    recorder = Recorder()
+    recorder.cell = "test-cell"
+    namespace = {"scaled": lambda logits: logits / 2,
+                 "appended": lambda cache, k: cache.append(k) or len(cache)}
+    recorder.wrap(namespace, ["scaled", "appended"])
+    logits, cache = torch.tensor([1.0, float("nan")]), [torch.ones(2)]
+    namespace["scaled"](logits)
+    namespace["appended"](cache, torch.zeros(2))
+    keeps, changes = recorder.calls
+    assert keeps[CHANGES_ARGUMENTS] is False and changes[CHANGES_ARGUMENTS] is True
+
+    mismatch = compare({"return": None, "args_after": mutable([[logits], {}])},
+                       {"return": None, "args_after": mutable([[logits / 2], {}])})
+    assert mismatch.where == ARGUMENTS_AFTER and mismatch.hidden() == f"{ARGUMENTS_AFTER}: values differ"
+    assert "changed one in place" in arguments_contract(keeps)
+    assert "the exercise fixes what this call leaves" in arguments_contract(changes)
+    assert same_state(mutable([logits]), mutable([logits.clone()]))  # NaN is NaN
+    assert not same_state(mutable([torch.zeros(2)]), mutable([torch.zeros(2, dtype=torch.long)]))

@@ -15,6 +15,7 @@ import torch
 from course_tools.grading.sandboxed.plain import DEFAULT_TOLERANCE
 
 GRADIENT_SLACK = 10.0  # gradients go through one more chain of float operations than the values
+ARGUMENTS_AFTER = "arguments after the call"  # where a Mismatch in what a call left in its arguments is
 
 
 class Mismatch(str):
@@ -89,8 +90,8 @@ def compare(expected: dict, got: Any, tolerance: tuple[float, float] = DEFAULT_T
                 for c in expected.get("checks", []) if c["path"][:1] == ["initial"])
     found = (_at("return value", _compare(expected.get("return"), got.get("return"), "return value",
                                           atol * 2, rtol * 2, checked=checked))
-             or _at("arguments after the call", _compare(expected.get("args_after"), got.get("args_after"),
-                                                         "arguments after the call", atol, rtol))
+             or _at(ARGUMENTS_AFTER, _compare(expected.get("args_after"), got.get("args_after"),
+                                              ARGUMENTS_AFTER, atol, rtol))
              or _at("parameters as built", _first(as_built)))
     if not found and "self_after" in expected:
         name = "the module's parameters after the call"

@@ -17,9 +17,10 @@ import nbformat
 
 from course_tools.course import Assignment
 from course_tools.notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
+from course_tools.grading.sandboxed.probes import CHANGES_ARGUMENTS
 from course_tools.untrusted import Missing, Unreadable, no_links, safe_text
 
-from .compare import Mismatch, compare, error_message
+from .compare import ARGUMENTS_AFTER, Mismatch, compare, error_message
 from .copies import pasted_references
 from .limits import Budget, Limits, describe_exit
 from .lint import Finding, bound_names, lint
@@ -378,14 +379,25 @@ def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict 
     the student's own values on its inputs. A visible check may show values, and the student's own
     error message (scrubbed of anything that could be a hidden check's value: :mod:`.scrub`)."""
     what = call["target"] + (f".{call['method']}" if call.get("method") and call["kind"] == "method" else "")
+    contract = f" ({arguments_contract(call)})" if mismatch.where == ARGUMENTS_AFTER else ""
     if call.get("segment") == "hidden":
-        return f"hidden check {number} of {total} ({what}): {mismatch.hidden()}"
+        return f"hidden check {number} of {total} ({what}): {mismatch.hidden()}{contract}"
     detail = (
         f"\n{scrub(error_message(got))}"
         if isinstance(got, dict) and "error" in got and not got.get("by_grader")
         else ""
     )
-    return f"check {number} of {total} ({what}): {mismatch}{detail}"
+    return f"check {number} of {total} ({what}): {mismatch}{contract}{detail}"
+
+
+def arguments_contract(call: dict) -> str:
+    """What the contract expected of the arguments after a call, read from what the solution's call
+    did with them: left them as given, or changed them as its exercise says."""
+    if call.get(CHANGES_ARGUMENTS):
+        return ("the exercise fixes what this call leaves in its arguments, such as a model's parameters "
+                "after a step or the keys and values a cache holds: yours are not what it says")
+    return ("the contract leaves the arguments as they were given, and your function changed one in "
+            "place: compute on a copy (x = x / t rather than x /= t, masked_fill rather than masked_fill_)")
 
 
 def test_cells(assignment: Assignment) -> list[Cell]:

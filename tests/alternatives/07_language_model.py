@@ -571,6 +571,11 @@ def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
     achieved_per_gpu = 3 * (2 * n_params) * n_tokens / seconds / n_gpus
     return achieved_per_gpu / peak_flops
 """),
+    Alternative("training_mfu", "NumPy float64 arithmetic, a NumPy float64 returned (a Python float)", """
+def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
+    flops = np.float64(6) * n_params * n_tokens
+    return flops / np.prod([n_gpus, days, 86400.0, peak_flops], dtype=np.float64)
+"""),
     Alternative("training_mfu", "GPU-seconds the run would need at peak over those it had", """
 def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
     gpu_seconds_at_peak = 6.0 * n_params * n_tokens / peak_flops

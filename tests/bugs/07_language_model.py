@@ -117,6 +117,11 @@ _ATTN_BUGS = [
                 "            k, v = cache.append(k, v)\n",
                 "            k, v = cache.append(k, v)\n"
                 "        if self.rope:\n            k = apply_rope(k, torch.arange(k.shape[2], device=x.device))\n")),
+    Bug("CausalSelfAttention", "RoPE positions counted from 1 (same outputs: only the cached keys differ)",
+        variant(_ATTN, "positions = torch.arange(start, start + T, device=x.device)",
+                "positions = torch.arange(start + 1, start + T + 1, device=x.device)")),
+    Bug("CausalSelfAttention", "RoPE applied whatever self.rope says",
+        variant(_ATTN, "        if self.rope:\n            positions", "        if True:\n            positions")),
     Bug("CausalSelfAttention", "new keys and values not added to the cache",
         variant(_ATTN, "k, v = cache.append(k, v)", "k, v = (torch.cat([cache.k, k], 2), torch.cat([cache.v, v], 2)) if cache.k is not None else (k, v)")),
 ]
@@ -220,12 +225,15 @@ _SAMPLE_BUGS = [
                          "        probs = probs * keep_sorted.scatter(-1, order, keep_sorted)\n",
                 "        above = (probs[:, None, :] * (probs[:, None, :] > probs[:, :, None])).sum(-1)\n"
                 "        probs = probs * (above < top_p)\n")),
-    Bug("sample_next", "top-p ties broken by an unstable sort",
-        variant(_SAMPLE, "probs.sort(dim=-1, descending=True, stable=True)", "probs.sort(dim=-1, descending=True)")),
     Bug("sample_next", "top-p on the probabilities before top-k, not renormalised after it",
         variant(variant(_SAMPLE, "    if top_k is not None:\n", "    unfiltered = logits\n    if top_k is not None:\n"),
                 "probs.sort(dim=-1, descending=True, stable=True)",
                 "unfiltered.softmax(dim=-1).sort(dim=-1, descending=True, stable=True)")),
+    Bug("sample_next", "top-k keeps exactly k tokens by torch.topk's indices (a tie at the k-th logit split, top_k > V raises)",
+        variant(_SAMPLE, "        kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]\n"
+                         "        logits = logits.masked_fill(logits < kth, float(\"-inf\"))\n",
+                "        kept = torch.topk(logits, top_k, dim=-1).indices\n"
+                "        logits = torch.full_like(logits, float(\"-inf\")).scatter(-1, kept, logits.gather(-1, kept))\n")),
     Bug("sample_next", "top-k keeps k - 1 tokens",
         variant(_SAMPLE, "logits = logits.masked_fill(logits < kth, float(\"-inf\"))",
                 "logits = logits.masked_fill(logits <= kth, float(\"-inf\"))")),
@@ -235,12 +243,14 @@ _SAMPLE_BUGS = [
     Bug("sample_next", "temperature 0 not special-cased: samples at temperature 1",
         variant(_SAMPLE, "    if temperature == 0:\n        return logits.argmax(dim=-1)\n    logits = logits.float() / temperature",
                 "    logits = logits.float() / (temperature or 1.0)")),
-    Bug("sample_next", "divides the caller's logits in place (logits /= temperature)",
-        variant(_SAMPLE, "    logits = logits.float() / temperature\n", "    logits = logits.float()\n    logits /= temperature\n")),
     Bug("sample_next", "top-k by item assignment into the caller's logits when temperature is 1 (nanoGPT's style)",
         variant(variant(_SAMPLE, "    logits = logits.float() / temperature\n",
                         "    if temperature != 1.0:\n        logits = logits.float() / temperature\n"),
                 "logits = logits.masked_fill(logits < kth, float(\"-inf\"))", "logits[logits < kth] = float(\"-inf\")")),
+    Bug("sample_next", "draws by inverse CDF from the generator's torch.rand, not torch.multinomial",
+        variant(_SAMPLE, "    return torch.multinomial(probs, 1, generator=generator)[:, 0]\n",
+                "    u = torch.rand(probs.shape[0], 1, generator=generator, dtype=torch.float64)\n"
+                "    return (probs.double().cumsum(dim=-1) < u).sum(dim=-1).clamp(max=probs.shape[-1] - 1)\n")),
     Bug("sample_next", "generator not passed to torch.multinomial",
         variant(_SAMPLE, "torch.multinomial(probs, 1, generator=generator)", "torch.multinomial(probs, 1)")),
     Bug("sample_next", "squeezes the result: a batch of one gives a 0-d tensor",
@@ -326,6 +336,9 @@ _COSINE_BUGS = [
                 "return 0.5 * (1 + math.cos(math.pi * progress)) * max_lr")),
     Bug("cosine_lr", "returns a 0-d tensor after the warm-up (torch.cos)",
         variant(_COSINE, "0.5 * (1 + math.cos(math.pi * progress))", "0.5 * (1 + torch.cos(torch.tensor(math.pi * progress)))")),
+    Bug("cosine_lr", "a straight line from max_lr to min_lr instead of half a cosine",
+        variant(_COSINE, "return min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (max_lr - min_lr)",
+                "return max_lr - progress * (max_lr - min_lr)")),
     Bug("cosine_lr", "after total the cosine climbs again",
         variant(_COSINE, "    if step >= total:\n        return min_lr\n", "")),
 ]
@@ -504,6 +517,8 @@ _MFU_BUGS = [
         variant(_MFU, "needed = 6 * n_params", "needed = 4 * n_params")),
     Bug("training_mfu", "days taken as hours", variant(_MFU, "days * 24 * 3600", "days * 3600")),
     Bug("training_mfu", "the peak of one GPU for the whole cluster", variant(_MFU, "n_gpus * peak_flops", "peak_flops")),
+    Bug("training_mfu", "a NumPy float32 (not a Python float; 7 significant digits)",
+        variant(_MFU, "return float(needed / available)", "return np.float32(needed / available)")),
     Bug("training_mfu", "a percentage instead of a fraction",
         variant(_MFU, "return float(needed / available)", "return float(100 * needed / available)")),
 ]

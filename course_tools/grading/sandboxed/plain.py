@@ -104,6 +104,22 @@ def mutable(value: Any, depth: int = 0) -> Any:
     return None
 
 
+def same_state(before: Any, after: Any) -> bool:
+    """Whether two results of :func:`mutable` are equal (NaN equal to NaN): whether a call left its
+    arguments as it was given them."""
+    if isinstance(before, torch.Tensor) or isinstance(after, torch.Tensor):
+        if not (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)) or \
+                before.shape != after.shape or before.dtype != after.dtype:
+            return False
+        same = before == after
+        return bool((same | (before.isnan() & after.isnan()) if before.is_floating_point() else same).all())
+    if isinstance(before, dict) and isinstance(after, dict):
+        return before.keys() == after.keys() and all(same_state(before[k], after[k]) for k in before)
+    if isinstance(before, list) and isinstance(after, list):
+        return len(before) == len(after) and all(same_state(b, a) for b, a in zip(before, after))
+    return type(before) is type(after) and before == after
+
+
 def _attrs(obj: Any, depth: int) -> dict:
     """Public attributes holding numbers, strings or tensors (a config's fields, a counter ...)."""
     kept = {}

@@ -36,11 +36,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from .plain import DEFAULT_TOLERANCE, describe_error, mutable, plain
+from .plain import DEFAULT_TOLERANCE, describe_error, mutable, plain, same_state
 
 INITIAL = "initial"  # a test's checks of a module's parameters as built: (INITIAL, name) in a probe's checks
 # a method's module parameters after the call (named as the solution's), when it sets them
 SELF_AFTER = "self_after"
+# in a probe's metadata: whether the solution's call changed its arguments (a training step, a cache
+# appended to) or left them as given, which is the contract a student's different arguments after
+# the call broke (course_tools.grading.student names it)
+CHANGES_ARGUMENTS = "changes_arguments"
 PERTURBED_SEED = 987_654_321  # replayed a second time from this state, a call that uses randomness shows it
 SAMPLE_SEEDS = tuple(range(1_000, 1_008))  # the random states a random answer is replayed from
 
@@ -227,6 +231,7 @@ class Recorder:
             if kind == "method" and isinstance(args[0], nn.Module)
             else {}
         )
+        arguments = mutable([list(own), kwargs])
         self.depth += 1
         try:
             result = function(*args, **kwargs)
@@ -242,6 +247,7 @@ class Recorder:
             "return": plain(args[0] if kind == "new" else result),
             "args_after": mutable([list(own), kwargs]),
         }
+        meta[CHANGES_ARGUMENTS] = not same_state(arguments, self.results[index]["args_after"])
         after = dict(args[0].named_parameters()) if before else {}
         if any(k not in after or not torch.equal(v, after[k].detach()) for k, v in before.items()):
             meta[
