@@ -12,7 +12,7 @@ from jupyter_client.manager import start_new_kernel
 @dataclass
 class CellResult:
     ok: bool
-    error: str  # "ErrorName: message" when not ok
+    error: str  # "ErrorName: message" when not ok; what the cell wrote to stderr, when that is all
 
 
 class LiveKernel:
@@ -25,7 +25,7 @@ class LiveKernel:
 
     def run(self, code: str) -> CellResult:
         message_id = self.client.execute(code, store_history=False, allow_stdin=False)
-        error = ""
+        error, stderr = "", ""
         while True:
             try:
                 message = self.client.get_iopub_msg(timeout=self.timeout)
@@ -36,7 +36,11 @@ class LiveKernel:
             kind, content = message["msg_type"], message["content"]
             if kind == "error":
                 error = f"{content['ename']}: {content['evalue']}"
+            elif kind == "stream" and content["name"] == "stderr":
+                stderr += content["text"]
             elif kind == "status" and content["execution_state"] == "idle":
+                # nbgrader's Validator and autograder fail a graded cell that wrote to stderr too
+                error = error or (f"wrote to stderr: {stderr[:300]}" if stderr else "")
                 return CellResult(ok=not error, error=error)
 
     def close(self) -> None:
