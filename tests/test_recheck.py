@@ -16,7 +16,7 @@ from course_tools.grading.sandboxed.plain import mutable, plain, same_state
 from course_tools.grading.sandboxed.probes import CHANGES_ARGUMENTS, Recorder, path_to
 from course_tools.grading.sandboxed.replay import match_parameters
 from course_tools.grading.redacted import redact_source, redacted_course_lib, reference_sources
-from course_tools.grading.student import arguments_contract
+from course_tools.grading.compare import arguments_contract
 from course_tools.grading.submission import split_test_cell
 
 

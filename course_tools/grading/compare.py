@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from course_tools.grading.sandboxed.plain import DEFAULT_TOLERANCE
+from course_tools.grading.sandboxed.probes import CHANGES_ARGUMENTS
 
 GRADIENT_SLACK = 10.0  # gradients go through one more chain of float operations than the values
 ARGUMENTS_AFTER = "arguments after the call"  # where a Mismatch in what a call left in its arguments is
@@ -345,3 +346,13 @@ def _show(value: Any) -> str:
                 "counter": "a Counter"}.get(
             kind, f"a {value.get('object', kind)}")
     return repr(value)[:60]
+
+
+def arguments_contract(call: dict) -> str:
+    """What the contract expected of the arguments after a call, read from what the solution's call
+    did with them: left them as given, or changed them as its exercise says."""
+    if call.get(CHANGES_ARGUMENTS):
+        return ("the exercise fixes what this call leaves in its arguments, such as a model's parameters "
+                "after a step or the keys and values a cache holds: yours are not what it says")
+    return ("the contract leaves the arguments as they were given, and your function changed one in "
+            "place: compute on a copy (x = x / t rather than x /= t, masked_fill rather than masked_fill_)")

@@ -17,10 +17,9 @@ import nbformat
 
 from course_tools.course import Assignment
 from course_tools.notebooks import dumps, nbgrader_meta, read_notebook, write_if_changed
-from course_tools.grading.sandboxed.probes import CHANGES_ARGUMENTS
 from course_tools.untrusted import Missing, Unreadable, no_links, safe_text
 
-from .compare import ARGUMENTS_AFTER, Mismatch, compare, error_message
+from .compare import ARGUMENTS_AFTER, Mismatch, arguments_contract, compare, error_message
 from .copies import pasted_references
 from .limits import Budget, Limits, describe_exit
 from .lint import Finding, bound_names, lint
@@ -388,16 +387,6 @@ def _message(call: dict, number: int, total: int, mismatch: Mismatch, got: dict 
         else ""
     )
     return f"check {number} of {total} ({what}): {mismatch}{contract}{detail}"
-
-
-def arguments_contract(call: dict) -> str:
-    """What the contract expected of the arguments after a call, read from what the solution's call
-    did with them: left them as given, or changed them as its exercise says."""
-    if call.get(CHANGES_ARGUMENTS):
-        return ("the exercise fixes what this call leaves in its arguments, such as a model's parameters "
-                "after a step or the keys and values a cache holds: yours are not what it says")
-    return ("the contract leaves the arguments as they were given, and your function changed one in "
-            "place: compute on a copy (x = x / t rather than x /= t, masked_fill rather than masked_fill_)")
 
 
 def test_cells(assignment: Assignment) -> list[Cell]:
