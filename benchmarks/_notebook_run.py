@@ -22,6 +22,7 @@ from typing import Iterable
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
+SMOKE_OUTPUT = ROOT / "build" / "benchmarks-smoke"  # a smoke run never overwrites real measurements
 
 
 def machine() -> dict:

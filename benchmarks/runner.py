@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks import capstone, table
-from benchmarks._notebook_run import RESULTS, machine, write_report
+from benchmarks._notebook_run import RESULTS, SMOKE_OUTPUT, machine, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SMOKE_OUTPUT = ROOT / "build" / "benchmarks-smoke"  # a smoke run never overwrites real measurements
 RUNS_KEPT = ROOT / "build" / "benchmark-runs"  # the quality section's notebooks leave their run folders here
 
 
@@ -176,7 +175,7 @@ def agreement(options: Options) -> None:
     from benchmarks import validate_agreement
 
     sizes = dict(assignment_ids=["04_positional_encoding"], only=2) if options.smoke else {}
-    options.write("validate_agreement", validate_agreement.run(**sizes, jobs=2))
+    validate_agreement.run(**sizes, jobs=2, output=options.output_dir / "validate_agreement.json")
 
 
 def similarity(options: Options) -> None:

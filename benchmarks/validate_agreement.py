@@ -1,7 +1,6 @@
 """Validate against the grade: every catalogued fixture through nbgrader's Validator and ``course autograde``.
 
-    python -m benchmarks.validate_agreement                          # every assignment (under an hour on 2
-    cores)
+    python -m benchmarks.validate_agreement                          # every assignment (hours on 2 cores)
     python -m benchmarks.validate_agreement --assignments 04_positional_encoding --jobs 2
     python -m benchmarks agreement                                   # the same, as a section of the harness
 
@@ -20,17 +19,20 @@ the grader do not test the same thing. The suite holds the same verdicts more ch
 (tests/test_bug_catalogue.py: each bug fails its exercise's visible checks in a live kernel;
 tests/test_grading_the_course.py: the grader takes that exercise's points; the alternatives pass
 both): this runs the real Validator on whole notebooks, where a notebook's later cells see the
-fixture too. Writes ``benchmarks/results/validate_agreement.json``.
+fixture too. Writes ``benchmarks/results/validate_agreement.json``: one entry per assignment, each with
+its own date and load, so assignments can be run at different times.
 """
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,39 +132,62 @@ def _row(verdict: Verdict) -> dict:
             "grade_failed": verdict.grade_failed, "grade_status": verdict.grade_status}
 
 
-def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | None = None) -> dict:
+def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | None = None,
+        output: Path | None = None) -> dict:
     """The cross-check of the selected assignments (all by default); ``only`` keeps each one's first
-    fixtures."""
-    from benchmarks._notebook_run import machine
+    fixtures.
+
+    Each assignment's entry carries its own date, load and jobs. With ``output``, the entries of
+    assignments not run this time are kept from that file (when measured at the same size), and the
+    file is rewritten after each assignment, so a stopped run keeps what it finished.
+    """
+    from benchmarks._notebook_run import machine, write_report
     from course_tools.course import assignments
 
     selected = [a for a in assignments(ROOT) if assignment_ids is None or a.id in assignment_ids]
-    before = machine()
-    report = {}
+    report = {"machine": machine(), "smoke": only is not None, "assignments": _kept(output, only)}
     with tempfile.TemporaryDirectory(prefix="agreement-") as work:
         for assignment in selected:
             print(f"-- {assignment.id}", file=sys.stderr)
-            report[assignment.id] = cross_check(assignment, Path(work) / assignment.id, jobs, only)
-    return {"machine": {**before, "load_average_after": machine()["load_average"]}, "jobs": jobs,
-            "fixtures_per_assignment": only, "assignments": report}
+            before = machine()["load_average"]
+            found = cross_check(assignment, Path(work) / assignment.id, jobs, only)
+            report["assignments"][assignment.id] = {
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "load_average": before,
+                "load_average_after": machine()["load_average"], "jobs": jobs,
+                "fixtures_per_assignment": only, **found}
+            if output is not None:
+                write_report("validate_agreement", report, output)
+    return report
+
+
+def _kept(output: Path | None, only: int | None) -> dict:
+    """The entries of an earlier run in ``output`` measured at the same size (``only``), by assignment."""
+    if output is None or not output.is_file():
+        return {}
+    earlier = json.loads(output.read_text(encoding="utf-8")).get("assignments", {})
+    return {name: entry for name, entry in earlier.items() if entry.get("fixtures_per_assignment") == only}
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks._notebook_run import RESULTS, write_report
+    from benchmarks._notebook_run import RESULTS, SMOKE_OUTPUT
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--assignments", nargs="*", default=None, help="assignment ids (default: all)")
     parser.add_argument("--jobs", type=int, default=2, help="validations and autograde runs at a time")
     parser.add_argument("--only", type=int, default=None,
                         help="each assignment's first N fixtures (a quick run)")
-    parser.add_argument("--output", type=Path, default=RESULTS / "validate_agreement.json")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="the results file: the assignments run replace their own entries in it "
+                             f"(default in {RESULTS.relative_to(ROOT)}/, with --only in "
+                             f"{SMOKE_OUTPUT.relative_to(ROOT)}/)")
     args = parser.parse_args(argv)
-    report = run(args.assignments, jobs=args.jobs, only=args.only)
-    write_report("validate_agreement", {"smoke": args.only is not None, **report}, args.output)
+    output = args.output or (SMOKE_OUTPUT if args.only else RESULTS) / "validate_agreement.json"
+    report = run(args.assignments, jobs=args.jobs, only=args.only, output=output)
     for assignment, found in report["assignments"].items():
         print(
-            f"{assignment}: {found['fixtures']} fixtures, {len(found['disagreements'])} disagree, "
-            f"Validate misses {len(found['validate_misses'])}, the grade misses {len(found['grade_misses'])}")
+            f"{assignment} ({found['date'][:10]}): {found['fixtures']} fixtures, "
+            f"{len(found['disagreements'])} disagree, Validate misses {len(found['validate_misses'])}, "
+            f"the grade misses {len(found['grade_misses'])}")
     return 0
 
 
