@@ -43,7 +43,7 @@ class NotebookSession:
         self.graded = [(nbgrader_meta(c)["grade_id"], c.source) for c in graded_cells(notebook)]
         # every function and class the notebook defines, with the source of its cell
         self.defined = [(name, c.source) for c in notebook.cells if c.cell_type == "code"
-                        for name in defined_names(_without_magics(c.source))]
+                        for name in defined_names(without_magics(c.source))]
         self.visible = visible_checks(assignment)
         self.definitions = graded_names(assignment)
         self.kernel = LiveKernel(assignment.source.parent)
@@ -114,7 +114,7 @@ class NotebookSession:
         self.close()
 
 
-def _without_magics(source: str) -> str:
+def without_magics(source: str) -> str:
     """A cell's Python: its IPython magic and shell lines (``%matplotlib inline``, ``!ls``) blanked."""
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 

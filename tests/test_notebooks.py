@@ -1,12 +1,14 @@
-"""Every assignment: stored clean, release in sync, solution passes, release fails every graded cell."""
+"""Every assignment: stored clean, release in sync, every answer's contract written, solution passes,
+release fails every graded cell."""
 import pytest
 
 from course_tools.publishing.execute import validate
-from course_tools.notebooks import dumps, graded_cells, normalised, read_notebook
+from course_tools.notebooks import (defined_names, dumps, graded_cells, nbgrader_meta, normalised,
+                                    read_notebook)
 from course_tools.publishing.release import plan_release
 
 from .conftest import ASSIGNMENTS, ROOT, assignment_params
-from .notebook_session import session_group, solution_session
+from .notebook_session import session_group, solution_session, without_magics
 
 every_assignment = pytest.mark.parametrize("assignment", assignment_params())
 
@@ -32,6 +34,29 @@ def test_every_cell_has_slide_metadata(assignment):
 def test_release_is_what_nbgrader_generates(assignment):
     stale = plan_release([assignment]).out_of_sync()
     assert not stale, f"notebooks/ differs from a fresh `course release` in {stale}"
+
+
+# How an exercise's text states what every checker tests, and what none of them pins
+CONTRACT = ("*Fixed:*", "*Free:*")
+
+
+@every_assignment
+def test_every_answer_cell_follows_the_text_of_its_contract(assignment):
+    """The markdown just above each answer cell that defines a graded name states what is fixed and
+    what is free: the visible checks, the hidden checks and the grader test exactly that."""
+    cells = read_notebook(assignment.source).cells
+    silent = []
+    for index, cell in enumerate(cells):
+        if not (nbgrader_meta(cell).get("solution") and cell.cell_type == "code"
+                and defined_names(without_magics(cell.source))):
+            continue
+        above = index
+        while above > 0 and cells[above - 1].cell_type == "markdown":
+            above -= 1
+        text = "\n".join(c.source for c in cells[above:index])
+        if not all(mark in text for mark in CONTRACT):
+            silent.append(nbgrader_meta(cell)["grade_id"])
+    assert not silent, f"answer cells whose exercise text does not say {' and '.join(CONTRACT)}: {silent}"
 
 
 @pytest.mark.notebook

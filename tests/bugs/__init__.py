@@ -48,3 +48,68 @@ def templates(assignment_id: str) -> dict[str, str]:
     """Target -> the correct base code its bugs are derived from (empty when there is no catalogue)."""
     module = _module(assignment_id)
     return {} if module is None else dict(module.TEMPLATES)
+
+
+# The in-place bug: the correct definition, changing one argument in place after it has computed its
+# result. Executed where the correct ``TARGET`` is defined (a solution session, or after the solution
+# cell), so it wraps that; ``_in_place_changed`` records whether a call had anything to change there.
+_IN_PLACE = '''
+import functools as _functools
+import inspect as _inspect
+
+import torch as _torch
+
+_in_place_changed = []
+_in_place_correct = TARGET
+
+
+def _in_place_change(value):
+    """Change ``value`` (or the first thing it holds that can change) in place; True when it could."""
+    if isinstance(value, _torch.Tensor):
+        if value.numel() == 0:
+            return False
+        try:
+            with _torch.no_grad():
+                value.logical_not_() if value.dtype == _torch.bool else value.add_(1)
+        except RuntimeError:  # an expanded view: no student could write into it either
+            return False
+        return True
+    if isinstance(value, list):
+        value.append(value[-1] if value else 0)
+        return True
+    if isinstance(value, dict):
+        value[object()] = 0
+        return True
+    if isinstance(value, tuple):
+        return any(_in_place_change(v) for v in value)
+    return False
+
+
+def _in_place_after(signature, args, kwargs):
+    given = signature.bind(*args, **kwargs).arguments
+    if "PARAMETER" in given and _in_place_change(given["PARAMETER"]):
+        _in_place_changed.append(True)
+
+
+if isinstance(_in_place_correct, type):
+    class TARGET(_in_place_correct):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            _in_place_after(_inspect.signature(_in_place_correct.forward), (self, *args), kwargs)
+            return out
+    TARGET.__name__ = TARGET.__qualname__ = _in_place_correct.__name__
+else:
+    @_functools.wraps(_in_place_correct)
+    def TARGET(*args, **kwargs):
+        out = _in_place_correct(*args, **kwargs)
+        _in_place_after(_inspect.signature(_in_place_correct), args, kwargs)
+        return out
+'''
+
+
+def in_place(target: str, parameter: str) -> str:
+    """The code of a bug every exercise's contract rules out: ``target``, correct, except that it changes
+    its argument ``parameter`` in place once it has its result (a tensor by one, a list or dict by one
+    more item: ``x /= t``, ``masked_fill_``, ``tokens.append``). Whether any call passed something that
+    could change there is in the kernel's ``_in_place_changed``."""
+    return _IN_PLACE.replace("TARGET", target).replace("PARAMETER", parameter)
