@@ -367,9 +367,11 @@ def _agreement(folder: Path) -> list[Row]:
               for key in ("disagreements", "validate_misses", "grade_misses")}
     fixtures = sum(a["fixtures"] for a in found.values())
     missing = [a.id for a in assignments(ROOT) if a.id not in found]
+    dates = sorted({a["date"][:10] for a in found.values()})
     measured = (
         f"{fixtures} fixtures of {len(found)} assignments: {counts['disagreements']} disagree, Validate "
         f"misses {counts['validate_misses']}, the grade misses {counts['grade_misses']}" +
+        (f" (run {dates[0]} to {dates[-1]})" if len(dates) > 1 else "") +
         (f" (not run: {', '.join(missing)})" if missing else ""))
     return [_row("grading", target, report, path, measured, not any(counts.values()) and not missing)]
 
