@@ -6,6 +6,7 @@ import collections
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -18,6 +19,7 @@ from course_tools.grading.sandboxed.replay import match_parameters
 from course_tools.grading.redacted import redact_source, redacted_course_lib, reference_sources
 from course_tools.grading.compare import arguments_contract
 from course_tools.grading.submission import split_test_cell
+from course_lib.grading import GradingError, unchanged
 
 
 def record(value, **extra) -> dict:
@@ -212,3 +214,54 @@ def test_a_message_about_arguments_after_the_call_names_the_contract_the_solutio
     assert "the exercise fixes what this call leaves" in arguments_contract(changes)
     assert same_state(mutable([logits]), mutable([logits.clone()]))  # NaN is NaN
     assert not same_state(mutable([torch.zeros(2)]), mutable([torch.zeros(2, dtype=torch.long)]))
+
+
+def _replace_word(tokens):
+    tokens[0] = tokens[0].upper()
+
+
+def _replace_reference(references):
+    references[0][-1] = "mat"
+
+
+def _add_key(counts):
+    counts["new"] = 1
+
+
+def _count_again(counts):
+    counts["a"] += 1
+
+
+def _scale(pair):
+    pair[0].mul_(2)
+
+
+def _add_to_set(seen):
+    seen.add("z")
+
+
+def _flip(mask):
+    mask.logical_not_()
+
+
+@pytest.mark.parametrize("argument, change", [
+    (["the", "cat"], _replace_word),
+    ([["the", "cat"], ["a", "dog"]], _replace_reference),
+    ({"a": 1}, _add_key),
+    ({"a": 1}, _count_again),
+    ((torch.ones(2), torch.zeros(2)), _scale),
+    ({"x", "y"}, _add_to_set),
+    (torch.tensor([True, False]), _flip),
+    (np.arange(3.0), lambda array: array.__setitem__(0, 5.0)),
+], ids=["word replaced", "reference word replaced", "key added", "count changed", "tensor in a tuple",
+        "set grown", "bool mask flipped", "array item"])
+def test_what_validate_sees_changed_in_an_argument_the_grader_sees_too(argument, change):
+    """Issue 25: the notebook's unchanged() and the grader's record of the arguments after the call
+    must see the same changes: a word replaced in a list of strings was invisible to the grader."""
+    before = mutable([[argument], {}])
+    with pytest.raises(GradingError, match="changed its argument"), unchanged("exercise", argument=argument):
+        change(argument)
+    after = mutable([[argument], {}])
+    assert not same_state(before, after)
+    mismatch = compare({"return": None, "args_after": before}, {"return": None, "args_after": after})
+    assert mismatch is not None and mismatch.where == ARGUMENTS_AFTER

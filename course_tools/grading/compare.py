@@ -246,6 +246,9 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
         missing = [k for k in mine if k not in theirs]
         if missing:
             return _differ("keys differ", f"{name}: the mapping has no key {missing[0]}")
+        if "len" in want and have.get("len") != want["len"]:  # an argument's keys: extra ones are a change
+            extra = [k for k in theirs if k not in mine]
+            return _differ("keys differ", f"{name}: the mapping has a key it did not have, {extra[0]}")
         return _first(
             _compare(mine[k][1], theirs[k][1], f"{name}[{k}]", atol, rtol, checked, (*path, mine[k][0]))
             for k in sorted(mine))

@@ -78,9 +78,15 @@ def mutable(value: Any, depth: int = 0) -> Any:
     """What a call may have changed in its arguments: tensors (changed in place, or not), the
     public numbers of objects (a stand-in model's count of decode calls) and the public tensors of
     objects that are not modules (a KV cache's keys and values, None until the first append). A
-    module's train/eval mode and everything else are the answer's own business, so they are left out."""
+    module's train/eval mode and everything else are the answer's own business, so they are left out.
+    Inside lists and dicts, numbers and strings are kept too (an item can be replaced), and sets and
+    arrays as :func:`plain` keeps them: what ``course_lib.grading.unchanged`` sees change, this does."""
     if isinstance(value, torch.Tensor):
         return {"tensor": value.detach().cpu().clone()}
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, (np.ndarray, set, frozenset)):
+        return plain(value)
     if depth < 4 and (isinstance(value, nn.Module) or
                       hasattr(value, "__dict__")) and not isinstance(value, type):
         counts = {k: v for k, v in vars(value).items() if not k.startswith("_") and k != "training"
@@ -96,10 +102,10 @@ def mutable(value: Any, depth: int = 0) -> Any:
         return {"object": type(value).__qualname__, "attrs": counts}
     if depth < 4 and isinstance(value, (list, tuple)):
         return {"seq": [mutable(v, depth + 1) for v in list(value)[:MAX_ITEMS]], "len": len(value)}
-    if depth < 4 and isinstance(value, dict):
+    if depth < 4 and isinstance(value, dict):  # its length too: a key added to an argument is a change
         return {
             "map": [[repr(k), mutable(v, depth + 1)]
-                    for k, v in sorted(value.items(), key=lambda i: repr(i[0]))]
+                    for k, v in sorted(value.items(), key=lambda i: repr(i[0]))], "len": len(value)
         }
     return None
 
