@@ -147,6 +147,31 @@ class Seq2SeqRNN(nn.Module):
         logits, _ = self.decode(tgt_in, self.encode(src, src_lengths))
         return logits
 '''),
+    Alternative("Seq2SeqRNN", "no dropout module and no padding_idx (free: the checks use dropout 0)", '''
+class Seq2SeqRNN(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        rnn = nn.GRU if cfg.cell == "gru" else nn.RNN
+        self.src_embedding = nn.Embedding(cfg.src_vocab_size, cfg.d_emb)
+        self.encoder = rnn(cfg.d_emb, cfg.d_hidden, num_layers=cfg.n_layers, batch_first=True)
+        self.tgt_embedding = nn.Embedding(cfg.tgt_vocab_size, cfg.d_emb)
+        self.decoder = rnn(cfg.d_emb, cfg.d_hidden, num_layers=cfg.n_layers, batch_first=True)
+        self.out = nn.Linear(cfg.d_hidden, cfg.tgt_vocab_size)
+
+    def encode(self, src, src_lengths=None):
+        lengths = (src != PAD_ID).sum(dim=1) if src_lengths is None else src_lengths
+        packed = pack_padded_sequence(self.src_embedding(src), lengths.clamp(min=1).cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        return self.encoder(packed)[1]
+
+    def decode(self, tgt_in, state):
+        hs, state = self.decoder(self.tgt_embedding(tgt_in), state)
+        return self.out(hs), state
+
+    def forward(self, src, tgt_in, src_lengths=None):
+        return self.decode(tgt_in, self.encode(src, src_lengths))[0]
+'''),
     # ------------------------------------------------------------------ greedy_decode
     Alternative("greedy_decode", "restores the caller's train/eval mode", '''
 def greedy_decode(model, src, max_len):

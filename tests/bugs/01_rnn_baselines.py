@@ -68,6 +68,13 @@ _LM_BUGS = [
     Bug("ElmanRNNLM", "nn.RNN without batch_first", variant(_LM, "d_hidden, batch_first=True)", "d_hidden)")),
     Bug("ElmanRNNLM", "ReLU recurrence", variant(_LM, "batch_first=True)", "batch_first=True, nonlinearity='relu')")),
     Bug("ElmanRNNLM", "tanh on the logits", variant(_LM, "return self.out(hs)", "return torch.tanh(self.out(hs))")),
+    # contract edge: the table's modules hold the only parameters (the grader compares them all)
+    Bug("ElmanRNNLM", "a learned initial state, an extra parameter starting at zeros",
+        variant(variant(_LM, "        self.out = nn.Linear(d_hidden, vocab_size)\n",
+                        "        self.out = nn.Linear(d_hidden, vocab_size)\n"
+                        "        self.h0 = nn.Parameter(torch.zeros(1, 1, d_hidden))\n"),
+                "self.rnn(self.embedding(tokens))",
+                "self.rnn(self.embedding(tokens), self.h0.expand(1, tokens.shape[0], -1).contiguous())")),
 ]
 
 # ----------------------------------------------------------------------------- perplexity
@@ -89,6 +96,7 @@ _PPL_BUGS = [
         variant(_PPL, "nll[real].mean()", "(nll * real).sum() / real.numel()")),
     Bug("perplexity", "returns a tensor, not a float",
         variant(_PPL, "return float(torch.exp(nll[real].mean()))", "return torch.exp(nll[real].mean())")),
+    Bug("perplexity", "masks PAD_ID, not the pad_id it is given", variant(_PPL, "targets != pad_id", "targets != PAD_ID")),
     Bug("perplexity", "shifts the caller's logits in place (logits -= max)",
         variant(_PPL, "    log_probs = torch.log_softmax(logits.float(), dim=-1)",
                 "    logits -= logits.amax(dim=-1, keepdim=True)\n    log_probs = torch.log_softmax(logits.float(), dim=-1)")),
@@ -145,6 +153,15 @@ _S2S_BUGS = [
     Bug("Seq2SeqRNN", "source read from the first layer of a 2-layer encoder only",
         variant(_S2S, "self.tgt_embedding(tgt_in)), state)",
                 "self.tgt_embedding(tgt_in)), state[:1].expand_as(state).contiguous())")),
+    # contract edges: decode's new state, src_lengths, and no parameters beyond the table's
+    Bug("Seq2SeqRNN", "decode returns the state it was given, not the decoder's new one",
+        variant(_S2S, "        hs, state = self.decoder(", "        hs, _ = self.decoder(")),
+    Bug("Seq2SeqRNN", "src_lengths ignored: always the non-pad counts",
+        variant(_S2S, "        if src_lengths is None:\n            src_lengths = (src != PAD_ID).sum(dim=1)\n",
+                "        src_lengths = (src != PAD_ID).sum(dim=1)\n")),
+    Bug("Seq2SeqRNN", "an unused bridge layer left in: parameters beyond the table's",
+        variant(_S2S, "        self.drop = nn.Dropout(cfg.dropout)\n",
+                "        self.drop = nn.Dropout(cfg.dropout)\n        self.bridge = nn.Linear(cfg.d_hidden, cfg.d_hidden)\n")),
 ]
 
 # ----------------------------------------------------------------------------- greedy_decode

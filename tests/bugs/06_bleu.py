@@ -22,6 +22,11 @@ _NGRAMS_BUGS = [
     Bug("ngrams", "keys are joined strings, not tuples", variant(_NGRAMS, "tuple(tokens[i:i + n])", "' '.join(tokens[i:i + n])")),
     Bug("ngrams", "includes the shorter n-grams at the end of the sentence",
         variant(_NGRAMS, "range(len(tokens) - n + 1)", "range(len(tokens))")),
+    # contract edge: counts are Python ints (the grader compares their type)
+    Bug("ngrams", "float counts (counts[g] += 1.0)",
+        variant(_NGRAMS, "    return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))\n",
+                "    counts = Counter()\n    for i in range(len(tokens) - n + 1):\n"
+                "        counts[tuple(tokens[i:i + n])] += 1.0\n    return counts\n")),
 ]
 
 # ----------------------------------------------------------------------------- modified_precision
@@ -128,6 +133,9 @@ _CORPUS_BUGS = [
         variant(_CORPUS, "1 / (halvings * t)", "1 / (2 * t)")),
     Bug("corpus_bleu", "score on a 0-1 scale instead of 0-100",
         variant(_CORPUS, "return 100 * brevity_penalty(", "return brevity_penalty(")),
+    Bug("corpus_bleu", "max_n ignored: pools four orders whatever it is given",
+        variant(_CORPUS, "    clipped, totals = [0] * max_n, [0] * max_n\n",
+                "    max_n = 4\n    clipped, totals = [0] * max_n, [0] * max_n\n")),
     Bug("corpus_bleu", "off by one: leaves out the highest order (n = 1 .. max_n - 1)",
         variant(variant(_CORPUS, "zip(clipped, totals)", "zip(clipped[:-1], totals[:-1])"),
                 "log_sum / max_n", "log_sum / (max_n - 1)")),
@@ -164,6 +172,8 @@ _SENTENCE_BUGS = [
         variant(_SENTENCE, "math.log(k / t if k else 1 / (halvings * t))", "math.log((k + 1) / (t + 1) if n > 1 else k / t)")),
     Bug("sentence_bleu", "brevity penalty from the shortest reference",
         variant(_SENTENCE, _CLOSEST, "min(len(ref) for ref in ref_tokens)")),
+    Bug("sentence_bleu", "max_n ignored: always four orders",
+        variant(_SENTENCE, "    for n in range(1, max_n + 1):\n", "    for n in range(1, 5):\n")),
 ]
 
 # ----------------------------------------------------------------------------- best_unigram_precision (question 1)
