@@ -19,6 +19,12 @@ def sinusoidal_positional_encoding(max_len, d_model):
         pe[:, j], pe[:, j + 1] = np.sin(angle), np.cos(angle)
     return torch.from_numpy(pe.astype(np.float32))
 '''),
+    Alternative("sinusoidal_positional_encoding", "a float64 table (the dtype is free: values are compared)", '''
+def sinusoidal_positional_encoding(max_len, d_model):
+    angle = torch.arange(max_len, dtype=torch.float64)[:, None] / 10000.0 ** (
+        torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+'''),
     # ------------------------------------------------------------------ relative_rotation
     Alternative("relative_rotation", "block_diag of 2x2 blocks", '''
 def relative_rotation(k, d_model):
@@ -37,6 +43,12 @@ def relative_rotation(k: int, d_model: int) -> torch.Tensor:
     R[2 * half, 2 * half + 1] = angle.sin()
     R[2 * half + 1, 2 * half] = -angle.sin()
     return R.to(torch.float32)
+'''),
+    Alternative("relative_rotation", "a float64 matrix (the dtype is free: values are compared)", '''
+def relative_rotation(k, d_model):
+    angle = k * 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    cos, sin = angle.cos(), angle.sin()
+    return torch.block_diag(*torch.stack([torch.stack([cos, sin], -1), torch.stack([-sin, cos], -1)], -2))
 '''),
     # ------------------------------------------------------------------ apply_rope
     Alternative("apply_rope", "complex multiplication", '''

@@ -45,6 +45,9 @@ _STABLE = '''    row_max = scores.amax(dim=-1, keepdim=True)
     return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)
 '''
 _MASKED_BUGS = [
+    Bug("masked_softmax", "detaches the weights (no gradient reaches the scores)",
+        variant(_MASKED, "return e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)",
+                "return (e / e.sum(dim=-1, keepdim=True).clamp_min(1e-30)).detach()")),
     Bug("masked_softmax", "mask inverted (True = hidden)", variant(_MASKED, "masked_fill(~mask,", "masked_fill(mask,")),
     Bug("masked_softmax", "mask applied after the softmax (rows no longer sum to 1)",
         variant(variant(_MASKED, '    scores = scores.masked_fill(~mask, float("-inf"))\n', ""),
@@ -70,6 +73,9 @@ _LOOKUP_BUGS = [
     Bug("attention_lookup", "averages the weighted values instead of summing them",
         variant(_LOOKUP, "return weights @ values,",
                 "return (weights.reshape(-1, *[1] * (values.dim() - 1)) * values).mean(0),")),
+    Bug("attention_lookup", "a Python float, not a 0-d tensor, for one number per entry",
+        variant(_LOOKUP, "return weights @ values, weights",
+                "output = weights @ values\n    return (output.item() if output.dim() == 0 else output), weights")),
     Bug("attention_lookup", "returns (weights, output)",
         variant(_LOOKUP, "return weights @ values, weights", "return weights, weights @ values")),
 ]
@@ -93,6 +99,8 @@ _SDPA_BUGS = [
     Bug("scaled_dot_product_attention", "mask applied after the softmax",
         variant(_SDPA, "    weights = masked_softmax(scores, mask)\n",
                 "    weights = softmax(scores, dim=-1)\n    if mask is not None:\n        weights = weights * mask\n")),
+    Bug("scaled_dot_product_attention", "returns the weights detached (for plotting)",
+        variant(_SDPA, "return weights @ v, weights", "return weights @ v, weights.detach()")),
     Bug("scaled_dot_product_attention", "mask inverted",
         variant(_SDPA, "masked_softmax(scores, mask)", "masked_softmax(scores, None if mask is None else ~mask)")),
     Bug("scaled_dot_product_attention", "own -inf fill: NaN for a query that sees nothing",
@@ -130,6 +138,8 @@ _ADDITIVE_BUGS = [
         variant(_ADDITIVE, "        weights = masked_softmax(scores, mask)\n",
                 "        full = None if mask is None else mask.expand(scores.shape).transpose(1, 2)\n"
                 "        weights = masked_softmax(scores.transpose(1, 2), full).transpose(1, 2)\n")),
+    Bug("AdditiveAttention", "detaches context and weights (W_q, W_k and v get no gradient)",
+        variant(_ADDITIVE, "return weights @ values, weights", "return (weights @ values).detach(), weights.detach()")),
     Bug("AdditiveAttention", "mask ignored", variant(_ADDITIVE, "masked_softmax(scores, mask)", "masked_softmax(scores, None)")),
     Bug("AdditiveAttention", "sums the hidden units instead of applying v",
         variant(_ADDITIVE, "scores = self.v(hidden).squeeze(-1)", "scores = hidden.sum(-1)")),
@@ -210,6 +220,9 @@ _MODEL_BUGS = [
         variant(_MODEL, _ATTEND + _GRU_STEP, _GRU_STEP + _ATTEND)),
     Bug("Seq2SeqAttentionRNN", "context not fed into the GRU cell",
         variant(_MODEL, "torch.cat([emb[:, t], context], dim=-1)", "torch.cat([emb[:, t], torch.zeros_like(context)], dim=-1)")),
+    Bug("Seq2SeqAttentionRNN", "the state's mask (B, S), without the query axis, unsqueezed in decode",
+        variant(variant(_MODEL, "mask = (src != PAD_ID).unsqueeze(1)", "mask = src != PAD_ID"),
+                "state.keys, state.memory, state.mask)", "state.keys, state.memory, state.mask.unsqueeze(1))")),
     Bug("Seq2SeqAttentionRNN", "decode returns the state it was given",
         variant(_MODEL, "state._replace(hidden=s)", "state._replace(hidden=state.hidden)")),
 ]
