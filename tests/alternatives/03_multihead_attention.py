@@ -178,6 +178,10 @@ def visible_positions(tokens, i, pad_id=PAD_ID):
             seen.append(j)
     return seen
 '''),
+    Alternative("visible_positions", "a tuple of ints (the text leaves list or tuple free)", '''
+def visible_positions(tokens, i, pad_id=PAD_ID):
+    return tuple(j for j, token in enumerate(tokens[:i + 1].tolist()) if token != pad_id)
+'''),
     # ------------------------------------------------------------------ causal_attention_flops (question 2)
     Alternative("causal_attention_flops", "Exercise 5's count minus the pairs above the diagonal", '''
 def causal_attention_flops(T, d_model):
