@@ -118,6 +118,33 @@ class MultiHeadAttention(nn.Module):
         self.load_state_dict(state)
         return self
 '''),
+    Alternative("MultiHeadAttention", "projections under other names (w_q, w_k, w_v, w_o), in the order given", '''
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        super().__init__()
+        self.d_model, self.n_heads, self.dropout = d_model, n_heads, dropout
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query, key, value, mask=None, average_attn_weights=True):
+        q, k, v = (split_heads(w(t), self.n_heads) for w, t in ((self.w_q, query), (self.w_k, key), (self.w_v, value)))
+        weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), mask)
+        out = self.w_o(merge_heads(F.dropout(weights, self.dropout, self.training) @ v))
+        return out, weights.mean(dim=1) if average_attn_weights else weights
+
+    def load_from_torch(self, mha):
+        with torch.no_grad():
+            for proj, w in zip((self.w_q, self.w_k, self.w_v), mha.in_proj_weight.chunk(3)):
+                proj.weight.copy_(w)
+            self.w_o.weight.copy_(mha.out_proj.weight)
+            if self.w_o.bias is not None:
+                for proj, b in zip((self.w_q, self.w_k, self.w_v), mha.in_proj_bias.chunk(3)):
+                    proj.bias.copy_(b)
+                self.w_o.bias.copy_(mha.out_proj.bias)
+        return self
+'''),
     # ------------------------------------------------------------------ attention_flops / ffn_flops
     Alternative("attention_flops", "sum of the products, one helper per matmul", '''
 def _matmul_flops(m, k, n):
@@ -177,6 +204,10 @@ def visible_positions(tokens, i, pad_id=PAD_ID):
         if token != pad_id:
             seen.append(j)
     return seen
+'''),
+    Alternative("visible_positions", "a tuple of ints (the text leaves list or tuple free)", '''
+def visible_positions(tokens, i, pad_id=PAD_ID):
+    return tuple(j for j, token in enumerate(tokens[:i + 1].tolist()) if token != pad_id)
 '''),
     # ------------------------------------------------------------------ causal_attention_flops (question 2)
     Alternative("causal_attention_flops", "Exercise 5's count minus the pairs above the diagonal", '''

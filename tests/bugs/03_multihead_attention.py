@@ -110,6 +110,9 @@ _MHA_BUGS = [
     Bug("MultiHeadAttention", "load_from_torch: weights transposed", variant(_MHA, "proj.weight.copy_(w)", "proj.weight.copy_(w.T)")),
     Bug("MultiHeadAttention", "load_from_torch: biases not copied",
         variant(_MHA, "if mha.in_proj_bias is not None:", "if mha.in_proj_bias is not None and False:")),
+    # a case bias=False, which the text names, only the hidden checks had: only the grade caught it
+    Bug("MultiHeadAttention", "load_from_torch: copies biases that bias=False does not have",
+        variant(_MHA, "if mha.in_proj_bias is not None:", "if True:")),
 ]
 
 # ----------------------------------------------------------------------------- attention_flops
