@@ -153,6 +153,8 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, self.encode(src), padding_mask(src))
 '''
 _MODEL_BUGS = [
+    Bug("Transformer", "cfg.positional ignored: always sinusoidal positions",
+        variant(_MODEL, "make_positional(cfg.positional,", "make_positional(\"sinusoidal\",")),
     Bug("Transformer", "encode zeroes memory at the padded source positions (the contract fixes every position)",
         variant(_MODEL, "        return self.encoder_norm(x)\n",
                 "        return self.encoder_norm(x).masked_fill(~mask[:, 0, 0, :, None], 0.0)\n")),
@@ -223,6 +225,8 @@ def label_smoothed_cross_entropy(logits, target, eps, pad_id=0):
 '''
 _LS_BUGS = [
     Bug("label_smoothed_cross_entropy", "padding counted in the mean", variant(_LS, "return loss[keep].mean()", "return loss.mean()")),
+    Bug("label_smoothed_cross_entropy", "pad_id ignored: padding taken to be token 0",
+        variant(_LS, "keep = target != pad_id", "keep = target != 0")),
     Bug("label_smoothed_cross_entropy", "the loss rebuilt from .item(): no gradient reaches the logits",
         variant(_LS, "return loss[keep].mean()", "return torch.tensor(loss[keep].mean().item())")),
     Bug("label_smoothed_cross_entropy", "eps spread over the V-1 wrong classes only",
