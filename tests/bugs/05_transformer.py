@@ -153,6 +153,8 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, self.encode(src), padding_mask(src))
 '''
 _MODEL_BUGS = [
+    Bug("Transformer", "right model, but raises the caller's cfg.max_len to 512 (room for long sentences)",
+        variant(_MODEL, "        self.cfg = cfg\n", "        cfg.max_len = max(cfg.max_len, 512)\n        self.cfg = cfg\n")),
     Bug("Transformer", "cfg.positional ignored: always sinusoidal positions",
         variant(_MODEL, "make_positional(cfg.positional,", "make_positional(\"sinusoidal\",")),
     Bug("Transformer", "encode zeroes memory at the padded source positions (the contract fixes every position)",
