@@ -164,6 +164,43 @@ class Transformer(nn.Module):
     def forward(self, src, tgt_in):
         return self.decode(tgt_in, self.encode(src), padding_mask(src))
 '''),
+    Alternative("Transformer", "the causal mask cached in a persistent buffer (extra buffers are free)", '''
+class Transformer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, d)
+        self.positional = make_positional(cfg.positional, d, cfg.max_len, n_heads=cfg.n_heads)
+        args = (d, cfg.n_heads, cfg.d_ff, cfg.dropout, cfg.norm_first)
+        self.encoder_layers = nn.ModuleList([EncoderLayer(*args) for _ in range(cfg.n_encoder_layers)])
+        self.decoder_layers = nn.ModuleList([DecoderLayer(*args) for _ in range(cfg.n_decoder_layers)])
+        self.encoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d) if cfg.norm_first else nn.Identity()
+        self.out = nn.Linear(d, cfg.tgt_vocab_size, bias=False)
+        if cfg.tie_output:
+            self.out.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.register_buffer("causal", torch.ones(cfg.max_len, cfg.max_len, dtype=torch.bool).tril())
+
+    def encode(self, src):
+        x = self.dropout(self.positional(self.src_embed(src) * math.sqrt(self.cfg.d_model)))
+        mask = padding_mask(src)
+        for layer in self.encoder_layers:
+            x = layer(x, mask)
+        return self.encoder_norm(x)
+
+    def decode(self, tgt_in, memory, src_mask):
+        T = tgt_in.shape[1]
+        y = self.dropout(self.positional(self.tgt_embed(tgt_in) * math.sqrt(self.cfg.d_model)))
+        for layer in self.decoder_layers:
+            y = layer(y, memory, self.causal[:T, :T], src_mask)
+        return self.out(self.decoder_norm(y))
+
+    def forward(self, src, tgt_in):
+        return self.decode(tgt_in, self.encode(src), padding_mask(src))
+'''),
     Alternative("Transformer", "one embedding helper, keyword arguments, functools.reduce over layers", '''
 import functools
 

@@ -29,6 +29,8 @@ _FFN_BUGS = [
     Bug("PositionwiseFeedForward", "GELU instead of the paper's ReLU", variant(_FFN, "F.relu(", "F.gelu(")),
     Bug("PositionwiseFeedForward", "hidden layer without a bias",
         variant(_FFN, "nn.Linear(d_model, d_ff)", "nn.Linear(d_model, d_ff, bias=False)")),
+    Bug("PositionwiseFeedForward", "dropout rate ignored: nn.Dropout() at its default 0.5",
+        variant(_FFN, "self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout()")),
 ]
 
 # ----------------------------------------------------------------------------------------------- EncoderLayer
@@ -65,6 +67,10 @@ _ENC_BUGS = [
     Bug("EncoderLayer", "padding mask not passed to attention",
         variant(_ENC, "x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask)[0]))",
                 "x = self.norm1(x + self.dropout(self.self_attn(x, x, x)[0]))")),
+    Bug("EncoderLayer", "post-LN output zeroed at the padded positions (the contract fixes every position)",
+        variant(_ENC, "return self.norm2(x + self.dropout(self.ff(x)))",
+                "out = self.norm2(x + self.dropout(self.ff(x)))\n"
+                "        return out if mask is None else out.masked_fill(~mask[:, 0, 0, :, None], 0.0)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- DecoderLayer
@@ -147,6 +153,13 @@ class Transformer(nn.Module):
         return self.decode(tgt_in, self.encode(src), padding_mask(src))
 '''
 _MODEL_BUGS = [
+    Bug("Transformer", "right model, but raises the caller's cfg.max_len to 512 (room for long sentences)",
+        variant(_MODEL, "        self.cfg = cfg\n", "        cfg.max_len = max(cfg.max_len, 512)\n        self.cfg = cfg\n")),
+    Bug("Transformer", "cfg.positional ignored: always sinusoidal positions",
+        variant(_MODEL, "make_positional(cfg.positional,", "make_positional(\"sinusoidal\",")),
+    Bug("Transformer", "encode zeroes memory at the padded source positions (the contract fixes every position)",
+        variant(_MODEL, "        return self.encoder_norm(x)\n",
+                "        return self.encoder_norm(x).masked_fill(~mask[:, 0, 0, :, None], 0.0)\n")),
     Bug("Transformer", "embeddings not scaled by sqrt(d_model)",
         variant(_MODEL, "self.src_embed(src) * math.sqrt(self.cfg.d_model)", "self.src_embed(src)")),
     Bug("Transformer", "scaled after the positions are added",
@@ -195,6 +208,9 @@ _COUNT_BUGS = [
     Bug("transformer_param_count", "learned position table forgotten",
         variant(_COUNT, 'if cfg.positional == "learned":', "if False:")),
     Bug("transformer_param_count", "LayerNorm counted as d (no beta)", variant(_COUNT, "norm = 2 * d", "norm = d")),
+    Bug("transformer_param_count", "right count, but writes max_len = 0 into the caller's cfg when the table is not learned",
+        variant(_COUNT, "    if cfg.positional == \"learned\":\n        total += cfg.max_len * d\n",
+                "    if cfg.positional != \"learned\":\n        cfg.max_len = 0\n    total += cfg.max_len * d\n")),
     Bug("transformer_param_count", "a 0-d tensor, not a Python int",
         variant(_COUNT, "    return total", "    return torch.tensor(total)")),
 ]
@@ -211,6 +227,10 @@ def label_smoothed_cross_entropy(logits, target, eps, pad_id=0):
 '''
 _LS_BUGS = [
     Bug("label_smoothed_cross_entropy", "padding counted in the mean", variant(_LS, "return loss[keep].mean()", "return loss.mean()")),
+    Bug("label_smoothed_cross_entropy", "pad_id ignored: padding taken to be token 0",
+        variant(_LS, "keep = target != pad_id", "keep = target != 0")),
+    Bug("label_smoothed_cross_entropy", "the loss rebuilt from .item(): no gradient reaches the logits",
+        variant(_LS, "return loss[keep].mean()", "return torch.tensor(loss[keep].mean().item())")),
     Bug("label_smoothed_cross_entropy", "eps spread over the V-1 wrong classes only",
         variant(_LS, "uniform = -logp.mean(dim=-1)",
                 "uniform = -(logp.sum(-1) - logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)) / (logp.shape[-1] - 1)")),
