@@ -201,8 +201,27 @@ def _snapshot(value: Any) -> Any:
     return value
 
 
+@dataclasses.dataclass(frozen=True)
+class _Fields:
+    """The snapshot of a dataclass given as an argument (a config): its fields' snapshots."""
+
+    fields: dict[str, Any]
+
+
+def _snapshot_argument(value: Any) -> Any:
+    """An argument's snapshot: as :func:`_snapshot`, and a dataclass (a config) field by field, as the
+    grader records an object's public fields. Only an argument itself: a KV cache inside a list of
+    caches is state its exercise says the call fills."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _Fields({f.name: _snapshot(getattr(value, f.name)) for f in dataclasses.fields(value)})
+    return _snapshot(value)
+
+
 def _first_change(before: Any, after: Any, path: str) -> str | None:
     """Where ``after`` differs from the snapshot ``before``, in words; None when it does not."""
+    if isinstance(before, _Fields):
+        return next((c for name, field in before.fields.items()
+                     if (c := _first_change(field, getattr(after, name, None), f"{path}.{name}"))), None)
     if isinstance(before, torch.Tensor):
         if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
             return f"{path} is now {_describe(after)}, it was {_describe(before)}"
@@ -243,7 +262,8 @@ def _first_change(before: Any, after: Any, path: str) -> str | None:
             )
         return None if after == items else f"{path} changed"
     if isinstance(before, (bool, int, float, str, bytes, type(None))):
-        return None if after == before or (before != before and after != after) else f"{path} changed"
+        return None if after == before or (before != before and after != after) else \
+            f"{path} was {before!r}, it is now {after!r}"
     return None
 
 
@@ -256,7 +276,7 @@ def unchanged(exercise: str, **arguments: Any) -> Iterator[None]:
         with unchanged("sample_next", logits=logits):
             tokens = sample_next(logits, top_k=2)
     """
-    before = {name: _snapshot(value) for name, value in arguments.items()}
+    before = {name: _snapshot_argument(value) for name, value in arguments.items()}
     yield
     for name, value in arguments.items():
         change = _first_change(before[name], value, name)

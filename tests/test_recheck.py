@@ -3,6 +3,7 @@ references a student's sandbox lacks, how test cells split, and which answers ar
 from __future__ import annotations
 
 import collections
+import dataclasses
 import subprocess
 import sys
 
@@ -244,6 +245,16 @@ def _flip(mask):
     mask.logical_not_()
 
 
+@dataclasses.dataclass
+class _Config:
+    d_model: int = 8
+    max_len: int = 16
+
+
+def _shorten(cfg):
+    cfg.max_len = 0
+
+
 @pytest.mark.parametrize("argument, change", [
     (["the", "cat"], _replace_word),
     ([["the", "cat"], ["a", "dog"]], _replace_reference),
@@ -253,8 +264,9 @@ def _flip(mask):
     ({"x", "y"}, _add_to_set),
     (torch.tensor([True, False]), _flip),
     (np.arange(3.0), lambda array: array.__setitem__(0, 5.0)),
+    (_Config(), _shorten),
 ], ids=["word replaced", "reference word replaced", "key added", "count changed", "tensor in a tuple",
-        "set grown", "bool mask flipped", "array item"])
+        "set grown", "bool mask flipped", "array item", "config field"])
 def test_what_validate_sees_changed_in_an_argument_the_grader_sees_too(argument, change):
     """Issue 25: the notebook's unchanged() and the grader's record of the arguments after the call
     must see the same changes: a word replaced in a list of strings was invisible to the grader."""
@@ -265,3 +277,19 @@ def test_what_validate_sees_changed_in_an_argument_the_grader_sees_too(argument,
     assert not same_state(before, after)
     mismatch = compare({"return": None, "args_after": before}, {"return": None, "args_after": after})
     assert mismatch is not None and mismatch.where == ARGUMENTS_AFTER
+
+
+def test_a_cache_filled_inside_a_list_of_caches_is_no_change_but_a_list_grown_is():
+    """unchanged() takes a dataclass argument (a config) field by field, but not one held in a list: a
+    list of KV caches stays as given while the caches in it fill, as 07's GPT check needs."""
+    from course_lib.kv_cache import KVCache
+
+    caches = [KVCache()]
+    with unchanged("GPT", caches=caches):
+        caches[0].append(torch.ones(1, 1, 2, 4), torch.ones(1, 1, 2, 4))
+    with pytest.raises(GradingError, match=r"caches had 1 items, it now has 2"):
+        with unchanged("GPT", caches=caches):
+            caches.append(KVCache())
+    cfg = _Config()
+    with pytest.raises(GradingError, match=r"cfg\.max_len was 16, it is now 0"), unchanged("GPT", cfg=cfg):
+        _shorten(cfg)
