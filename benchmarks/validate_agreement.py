@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -152,12 +153,24 @@ def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | N
             before = machine()["load_average"]
             found = cross_check(assignment, Path(work) / assignment.id, jobs, only)
             report["assignments"][assignment.id] = {
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "load_average": before,
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": _commit(),
+                "load_average": before,
                 "load_average_after": machine()["load_average"], "jobs": jobs,
                 "fixtures_per_assignment": only, **found}
             if output is not None:
                 write_report("validate_agreement", report, output)
     return report
+
+
+def _commit() -> str | None:
+    """The checkout's commit (with "+changes" when its tracked files differ from it), or None outside git."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode:
+        return None
+    return head.stdout.strip() + ("+changes" if git("diff", "--quiet", "HEAD").returncode else "")
 
 
 def _kept(output: Path | None, only: int | None) -> dict:
