@@ -256,7 +256,7 @@ SECTIONS: dict[str, Section] = {
     "agreement": Section(
         agreement, False, "every catalogued bug and alternative of every assignment through "
         "nbgrader's Validator and course autograde: the test cells each fails must be the same "
-        "(benchmarks/validate_agreement.py; under an hour on 2 cores)"),
+        "(benchmarks/validate_agreement.py; about two hours on 2 cores)"),
     "similarity": Section(
         similarity, False, f"course similarity on a class of {CLASS_SIZE} students of "
         "07_language_model (disguised copies, independent solutions): seconds, flags, against "

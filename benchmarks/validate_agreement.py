@@ -163,14 +163,16 @@ def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | N
 
 
 def _commit() -> str | None:
-    """The checkout's commit (with "+changes" when its tracked files differ from it), or None outside git."""
+    """The checkout's commit (with "+changes" when its tracked files, other than the results written
+    here, differ from it), or None outside git."""
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
 
     head = git("rev-parse", "--short", "HEAD")
     if head.returncode:
         return None
-    return head.stdout.strip() + ("+changes" if git("diff", "--quiet", "HEAD").returncode else "")
+    changed = git("diff", "--quiet", "HEAD", "--", ".", ":!benchmarks/results").returncode
+    return head.stdout.strip() + ("+changes" if changed else "")
 
 
 def _kept(output: Path | None, only: int | None) -> dict:
