@@ -40,9 +40,10 @@ NOTEBOOK = f"{ASSIGNMENT}.ipynb"
 ANSWERS = {
     "def rnn_cell_step": "def rnn_cell_step(x_t, h_prev, W_e, W_h, b): return torch.tanh(x_t @ W_e + h_prev "
                          "@ W_h + b)",
+    # a loop capped at 8 steps: it passes the visible checks (T ≤ 5) and fails a hidden one (T = 9)
     "def rnn_forward": "def rnn_forward(xs, h0, W_e, W_h, b): hs = [h0]; "
-    "[hs.append(rnn_cell_step(xs[:, t], hs[-1], W_e, W_h, b)) for t in range(xs.shape[1])]; "
-    "return torch.stack(hs[1:], dim=1).squeeze(), hs[-1]",
+    "[hs.append(rnn_cell_step(xs[:, t], hs[-1], W_e, W_h, b)) for t in range(min(xs.shape[1], 8))]; "
+    "return torch.stack(hs[1:], dim=1), hs[-1]",
 }
 SCREENSHOTS = browser.SCREENSHOTS / "hub"
 COURSE = [str(Path(sys.executable).parent / "course")]
