@@ -16,11 +16,11 @@ from course_tools.grading.copies import pasted_references
 from course_tools.grading.compare import ARGUMENTS_AFTER, compare
 from course_tools.grading.sandboxed.plain import mutable, plain, same_state
 from course_tools.grading.sandboxed.probes import CHANGES_ARGUMENTS, Recorder, path_to
-from course_tools.grading.sandboxed.replay import match_parameters
 from course_tools.grading.redacted import redact_source, redacted_course_lib, reference_sources
 from course_tools.grading.compare import arguments_contract
 from course_tools.grading.submission import split_test_cell
 from course_lib.grading import GradingError, unchanged
+from course_lib.roles import RULE, check_parameter_roles, match_parameters
 
 
 def record(value, **extra) -> dict:
@@ -79,9 +79,45 @@ def test_parameters_are_matched_by_name_then_shape():
     wanted = {"embedding.weight": torch.zeros(5, 3), "out.bias": torch.zeros(5)}
     own = {"table": torch.ones(5, 3), "out.bias": torch.ones(5)}
     mapping = match_parameters(own, wanted)
-    assert mapping["embedding.weight"] is own["table"] and mapping["out.bias"] is own["out.bias"]
-    with pytest.raises(AttributeError, match="shapes"):
+    assert mapping == {"embedding.weight": "table", "out.bias": "out.bias"}
+    with pytest.raises(AttributeError, match="left unpaired, yours: w \\(2, 2\\)"):
         match_parameters({"w": torch.zeros(2, 2)}, wanted)
+
+
+def _projections(*names: str) -> nn.Module:
+    """A module with one 3 x 3 linear layer per name, created in the order given."""
+    module = nn.Module()
+    for name in names:
+        setattr(module, name, nn.Linear(3, 3))
+    return module
+
+
+@pytest.mark.parametrize("names, verdict", [
+    (("q", "k", "v", "o"), None),                       # the given names, the given order
+    (("o", "v", "k", "q"), None),                       # the given names: the order is free
+    (("w_q", "w_k", "w_v", "w_o"), None),               # other names, the given order
+    (("w_o", "w_q", "w_k", "w_v"), "does not hold it"),  # other names, another order: paired wrongly
+    (("w_o", "w_v"), "cannot pair"),                    # too few
+    (("q", "k", "v", "o", "scale"), "cannot pair"),     # one more than the reference has
+])
+def test_a_visible_check_pairs_parameters_as_the_grader_does(names, verdict):
+    given = {f"{role}.{field}": torch.randn(3, 3) if field == "weight" else torch.randn(3)
+             for role in "qkvo" for field in ("weight", "bias")}
+    module = _projections(*names)
+    with torch.no_grad():                                # filled by role, as a correct load_from_torch does
+        for name in names:
+            role = name[-1]
+            if f"{role}.weight" in given:
+                getattr(module, name).weight.copy_(given[f"{role}.weight"])
+                getattr(module, name).bias.copy_(given[f"{role}.bias"])
+    if verdict is None:
+        check_parameter_roles("layer", module, given, holding="after loading")
+        assert all(torch.equal(dict(module.named_parameters())[own], given[ref])
+                   for ref, own in match_parameters(dict(module.named_parameters()), given).items())
+        return
+    with pytest.raises(GradingError, match=verdict) as failure:
+        check_parameter_roles("layer", module, given, holding="after loading")
+    assert RULE in str(failure.value)
 
 
 def test_a_checked_value_is_compared_with_what_the_test_expected_at_its_tolerance():

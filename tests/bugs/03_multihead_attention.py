@@ -95,6 +95,11 @@ class MultiHeadAttention(nn.Module):
         return self
 '''
 _QKV, _KQV = "(self.q_proj, self.k_proj, self.v_proj)", "(self.k_proj, self.q_proj, self.v_proj)"
+# the projections under names of the student's own (free), in the order given: correct code
+_RENAMED = _MHA
+for _given, _own in (("q_proj", "w_q"), ("k_proj", "w_k"), ("v_proj", "w_v"), ("out_proj", "w_o")):
+    _RENAMED = _RENAMED.replace(f"self.{_given}", f"self.{_own}")
+_RENAMED_CREATION = "        self.w_q = nn.Linear(d_model, d_model, bias=bias)\n"
 _MHA_BUGS = [
     Bug("MultiHeadAttention", "no output projection", variant(_MHA, "self.out_proj(merge_heads(out))", "merge_heads(out)")),
     Bug("MultiHeadAttention", "scaled by sqrt(d_model) instead of sqrt(d_head)",
@@ -113,6 +118,17 @@ _MHA_BUGS = [
     # a case bias=False, which the text names, only the hidden checks had: only the grade caught it
     Bug("MultiHeadAttention", "load_from_torch: copies biases that bias=False does not have",
         variant(_MHA, "if mha.in_proj_bias is not None:", "if True:")),
+    # renamed and created output first: the grader pairs renamed parameters by their order of creation,
+    # so it would copy the queries' weights into w_o; the text fixes that order, the check pairs as it
+    Bug("MultiHeadAttention", "projections renamed and created in another order (output first)",
+        variant(_RENAMED, _RENAMED_CREATION,
+                "        self.w_o = nn.Linear(d_model, d_model, bias=bias)\n" + _RENAMED_CREATION).replace(
+            "        self.w_o = nn.Linear(d_model, d_model, bias=bias)\n\n", "\n")),
+    Bug("MultiHeadAttention", "an extra learnable parameter (a temperature that starts at 1)",
+        variant(variant(_MHA, "        self.out_proj = nn.Linear(d_model, d_model, bias=bias)\n",
+                        "        self.out_proj = nn.Linear(d_model, d_model, bias=bias)\n"
+                        "        self.temperature = nn.Parameter(torch.ones(()))\n"),
+                "/ math.sqrt(q.shape[-1])", "/ (math.sqrt(q.shape[-1]) * self.temperature)")),
 ]
 
 # ----------------------------------------------------------------------------- attention_flops

@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from course_lib.roles import match_parameters
+
 from .plain import describe_error, mutable, plain
 from .probes import (
     INITIAL,
@@ -167,15 +169,15 @@ def _load(blob: bytes, captured: dict, namespace: dict) -> dict:
 def _load_state(obj: Any, state: dict | None) -> dict[str, torch.Tensor]:
     """Give the student's freshly built module the reference's parameters at the time of the call.
 
-    Parameters are matched by name, and those whose names differ (a contract that does not fix them,
-    a tied weight reported under the other name) by shape where the shape is unique among the
-    unmatched ones, else in order of registration. Returns reference name -> the student's parameter.
+    Parameters are paired by :func:`course_lib.roles.match_parameters`, the rule that the notebooks'
+    checks apply too. Returns reference name -> the student's parameter.
     """
     if state is None:
         return {}
     if not isinstance(obj, nn.Module):
         raise TypeError(f"expected an nn.Module, built a {type(obj).__name__}")
-    mapping = match_parameters(dict(obj.named_parameters()), state["params"])
+    own = dict(obj.named_parameters())
+    mapping = {key: own[name] for key, name in match_parameters(own, state["params"]).items()}
     with torch.no_grad():
         for key, value in state["params"].items():
             mapping[key].copy_(value)
@@ -186,26 +188,3 @@ def _load_state(obj: Any, state: dict | None) -> dict[str, torch.Tensor]:
     for key, module in obj.named_modules():
         module.training = state["training"].get(key, module.training)
     return mapping
-
-
-def match_parameters(
-    own: dict[str, torch.Tensor], wanted: dict[str, torch.Tensor]
-) -> dict[str, torch.Tensor]:
-    """Reference parameter name -> the student's parameter of the same role (see _load_state)."""
-    mapping = {k: own[k] for k in wanted if k in own and own[k].shape == wanted[k].shape}
-    left_own = [k for k in own if k not in mapping]
-    left_wanted = [k for k in wanted if k not in mapping]
-    for key in list(left_wanted):
-        same = [k for k in left_own if own[k].shape == wanted[key].shape]
-        if len(same) == 1 and sum(wanted[w].shape == wanted[key].shape for w in left_wanted) == 1:
-            mapping[key] = own[same[0]]
-            left_own.remove(same[0])
-            left_wanted.remove(key)
-    if [tuple(own[k].shape) for k in left_own] == [tuple(wanted[k].shape) for k in left_wanted]:
-        mapping.update({w: own[k] for w, k in zip(left_wanted, left_own)})
-        return mapping
-    shapes = sorted(tuple(v.shape) for v in own.values())
-    raise AttributeError(
-        f"the module's parameters have shapes {shapes}, the reference's "
-        f"{sorted(tuple(v.shape) for v in wanted.values())}: build the layers the docstring gives"
-    )
