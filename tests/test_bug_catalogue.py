@@ -14,12 +14,16 @@ Validate. ``python -m benchmarks agreement`` cross-checks the same verdicts with
 Validator on whole notebooks. One test per assignment keeps each kernel on one pytest worker and
 reports every bug that got through at once.
 
-One kind of bug is made for every graded name rather than written by hand: the correct code that
-changes one of its arguments in place (tests/bugs.in_place). The contract of every exercise leaves
+Two kinds of bug are made for every graded name rather than written by hand. The correct code that
+changes one of its arguments in place (tests/bugs.in_place): the contract of every exercise leaves
 the arguments as they were given unless its text says otherwise, and the grader compares what each
 call leaves in its arguments; so Validate must catch each of these with the message that names
 that contract, for every argument that can change. A training step's model and optimizer and a KV
-cache, which their exercises say the call changes, are objects the in-place bug does not touch.
+cache, which their exercises say the call changes, are objects the in-place bug does not touch. And
+the correct module with one more parameter (tests/bugs.with_extra_parameter): the grader copies the
+reference's parameters into the student's module for every call it replays and cannot pair one
+the reference lacks (course_lib.roles), so every module's contract fixes its parameters, and
+Validate must say so.
 """
 from __future__ import annotations
 
@@ -27,7 +31,9 @@ import pytest
 
 import ast
 
-from .bugs import catalogue, in_place, templates
+from course_lib.roles import RULE
+
+from .bugs import catalogue, in_place, templates, with_extra_parameter
 from .catalogue_submissions import own_checks
 from .conftest import ASSIGNMENTS
 from .notebook_session import catalogue_gaps, graded_names, session_group, solution_session, without_magics
@@ -82,6 +88,8 @@ def test_every_bug_is_caught(assignment):
 
 
 UNCHANGED_MESSAGE = "changed its argument"  # what course_lib.grading.unchanged says when a check fails
+# what a check says of a module's parameters: course_lib.roles' rule, or a check that lists them by name
+PARAMETERS_MESSAGES = (RULE, "unexpected ['extra_scale']", "one parameter")
 
 
 def parameters(source: str, name: str) -> list[str]:
@@ -102,10 +110,14 @@ def parameters(source: str, name: str) -> list[str]:
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("assignment", [session_group(a) for a in ASSIGNMENTS])
-def test_a_change_to_any_argument_fails_validate_naming_the_contract(assignment):
-    """For every graded name and each of its arguments that the visible checks pass something
-    changeable (a tensor, list, dict, or a tuple holding one), the in-place bug fails its own
-    exercise's visible checks with unchanged()'s message."""
+def test_what_every_contract_rules_out_fails_validate_naming_the_contract(assignment):
+    """Two bugs made for every graded name, each of which must fail its own exercise's visible checks
+    with the message that names the contract it breaks:
+    - for each argument that the visible checks pass something changeable (a tensor, list, dict, or a
+      tuple holding one), the in-place bug, with unchanged()'s message;
+    - for every graded module, the extra-parameter bug, with the message of the rule by which the
+      grader pairs a module's parameters with the reference's (or of a check that lists them).
+    One kernel serves both: a second run of the solution notebook would cost the suite minutes."""
     own = own_checks(assignment)
     missed, checked = [], 0
     with solution_session(assignment) as session:
@@ -120,10 +132,21 @@ def test_a_change_to_any_argument_fails_validate_naming_the_contract(assignment)
                     continue  # no visible call passes anything changeable there (a number, a config)
                 checked += 1
                 if not any(UNCHANGED_MESSAGE in error for error in failed.values()):
-                    said = next(iter(failed.values()), "")[:160]
-                    missed.append(f"{name}({parameter}): "
-                                  + (f"Validate says {said}" if said else "Validate passes"))
+                    missed.append(f"{name}({parameter}) changed in place: {_verdict(failed)}")
+            if session.run(f"assert isinstance({name}, type) and issubclass({name}, torch.nn.Module)").ok:
+                defined = session.run(with_extra_parameter(name))
+                assert defined.ok, f"the extra-parameter bug of {name} does not run: {defined.error}"
+                failed = session.validate(own[name])
+                session.restore(name)
+                if not any(message in error for error in failed.values() for message in PARAMETERS_MESSAGES):
+                    missed.append(f"{name} with an extra parameter: {_verdict(failed)}")
     assert checked, f"no graded name of {assignment.id} takes an argument that can change in place"
     assert not missed, (
-        f"{len(missed)} argument(s) of {assignment.id} can be changed in place without Validate naming the "
-        f"contract (wrap the call in course_lib.grading.unchanged):\n" + "\n".join(missed))
+        f"{len(missed)} bug(s) every contract of {assignment.id} rules out pass Validate or fail it without "
+        f"naming the contract (wrap the call in course_lib.grading.unchanged; check a module with "
+        f"course_lib.roles.check_parameter_roles):\n" + "\n".join(missed))
+
+
+def _verdict(failed: dict[str, str]) -> str:
+    said = next(iter(failed.values()), "")[:160]
+    return f"Validate says {said}" if said else "Validate passes"

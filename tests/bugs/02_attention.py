@@ -147,6 +147,13 @@ _ADDITIVE_BUGS = [
         variant(_ADDITIVE, "        hidden = torch.tanh(self.W_q(query).unsqueeze(2) + projected_keys.unsqueeze(1))\n"
                            "        scores = self.v(hidden).squeeze(-1)\n",
                 "        scores = self.v(torch.tanh(self.W_q(query))) + self.v(torch.tanh(projected_keys)).transpose(1, 2)\n")),
+    # the grader copies W_q, W_k and v into the student's module for each call and has nothing to put in
+    # a parameter of the student's own: the text fixes the parameters, and the check pairs them as it does
+    Bug("AdditiveAttention", "an extra learnable parameter (a score scale that starts at 1)",
+        variant(variant(_ADDITIVE, "        self.v = nn.Linear(d_attn, 1, bias=False)\n",
+                        "        self.v = nn.Linear(d_attn, 1, bias=False)\n"
+                        "        self.scale = nn.Parameter(torch.ones(()))\n"),
+                "scores = self.v(hidden).squeeze(-1)", "scores = self.scale * self.v(hidden).squeeze(-1)")),
 ]
 
 # ----------------------------------------------------------------------------- Seq2SeqAttentionRNN

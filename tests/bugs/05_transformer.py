@@ -31,6 +31,10 @@ _FFN_BUGS = [
         variant(_FFN, "nn.Linear(d_model, d_ff)", "nn.Linear(d_model, d_ff, bias=False)")),
     Bug("PositionwiseFeedForward", "dropout rate ignored: nn.Dropout() at its default 0.5",
         variant(_FFN, "self.dropout = nn.Dropout(dropout)", "self.dropout = nn.Dropout()")),
+    Bug("PositionwiseFeedForward", "an extra learnable parameter (an output gain that starts at 1)",
+        variant(variant(_FFN, "        self.dropout = nn.Dropout(dropout)\n",
+                        "        self.dropout = nn.Dropout(dropout)\n        self.gain = nn.Parameter(torch.ones(()))\n"),
+                "return self.linear2(", "return self.gain * self.linear2(")),
 ]
 
 # ----------------------------------------------------------------------------------------------- EncoderLayer

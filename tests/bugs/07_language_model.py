@@ -49,6 +49,11 @@ _SWIGLU_BUGS = [
     Bug("SwiGLU", "ReLU gate (ReGLU)", variant(_SWIGLU, "F.silu(", "F.relu(")),
     Bug("SwiGLU", "linear layers with biases",
         variant(_SWIGLU, "self.w1 = nn.Linear(d_model, d_ff, bias=False)", "self.w1 = nn.Linear(d_model, d_ff)")),
+    Bug("SwiGLU", "an extra learnable parameter (a SiLU slope that starts at 1, as in Swish-beta)",
+        variant(variant(_SWIGLU, "        self.w2 = nn.Linear(d_ff, d_model, bias=False)\n",
+                        "        self.w2 = nn.Linear(d_ff, d_model, bias=False)\n        self.beta = nn.Parameter(torch.ones(()))\n"),
+                "F.silu(self.w1(x)) * self.w3(x)",
+                "self.w1(x) * torch.sigmoid(self.beta * self.w1(x)) * self.w3(x)")),
 ]
 
 # ----------------------------------------------------------------------------------------------- CausalSelfAttention

@@ -113,3 +113,28 @@ def in_place(target: str, parameter: str) -> str:
     more item: ``x /= t``, ``masked_fill_``, ``tokens.append``). Whether any call passed something that
     could change there is in the kernel's ``_in_place_changed``."""
     return _IN_PLACE.replace("TARGET", target).replace("PARAMETER", parameter)
+
+
+# The extra-parameter bug: the correct module with one more learnable parameter, which it never uses.
+# Every module's contract fixes its parameters (the grader copies the reference's into the student's
+# module at each call, and cannot pair one it does not have: course_lib.roles).
+_EXTRA_PARAMETER = '''
+import torch as _torch
+
+_extra_parameter_correct = TARGET
+
+
+class TARGET(_extra_parameter_correct):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.extra_scale = _torch.nn.Parameter(_torch.ones(()))
+
+
+TARGET.__name__ = TARGET.__qualname__ = _extra_parameter_correct.__name__
+'''
+
+
+def with_extra_parameter(target: str) -> str:
+    """The code of a bug every module's contract rules out: the module ``target``, correct, with one
+    more learnable parameter (``extra_scale``, unused)."""
+    return _EXTRA_PARAMETER.replace("TARGET", target)
