@@ -99,7 +99,8 @@ _QKV, _KQV = "(self.q_proj, self.k_proj, self.v_proj)", "(self.k_proj, self.q_pr
 _RENAMED = _MHA
 for _given, _own in (("q_proj", "w_q"), ("k_proj", "w_k"), ("v_proj", "w_v"), ("out_proj", "w_o")):
     _RENAMED = _RENAMED.replace(f"self.{_given}", f"self.{_own}")
-_RENAMED_CREATION = "        self.w_q = nn.Linear(d_model, d_model, bias=bias)\n"
+_RENAMED_CREATION = "".join(f"        self.{name} = nn.Linear(d_model, d_model, bias=bias)\n"
+                            for name in ("w_q", "w_k", "w_v", "w_o"))
 _MHA_BUGS = [
     Bug("MultiHeadAttention", "no output projection", variant(_MHA, "self.out_proj(merge_heads(out))", "merge_heads(out)")),
     Bug("MultiHeadAttention", "scaled by sqrt(d_model) instead of sqrt(d_head)",
@@ -122,8 +123,8 @@ _MHA_BUGS = [
     # so it would copy the queries' weights into w_o; the text fixes that order, the check pairs as it
     Bug("MultiHeadAttention", "projections renamed and created in another order (output first)",
         variant(_RENAMED, _RENAMED_CREATION,
-                "        self.w_o = nn.Linear(d_model, d_model, bias=bias)\n" + _RENAMED_CREATION).replace(
-            "        self.w_o = nn.Linear(d_model, d_model, bias=bias)\n\n", "\n")),
+                "".join(f"        self.{name} = nn.Linear(d_model, d_model, bias=bias)\n"
+                        for name in ("w_o", "w_q", "w_k", "w_v")))),
     Bug("MultiHeadAttention", "an extra learnable parameter (a temperature that starts at 1)",
         variant(variant(_MHA, "        self.out_proj = nn.Linear(d_model, d_model, bias=bias)\n",
                         "        self.out_proj = nn.Linear(d_model, d_model, bias=bias)\n"
