@@ -1,13 +1,15 @@
-"""Per-student hidden inputs: two variants of the toy assignment, graded through `course autograde`.
+"""Per-submission hidden inputs: two variants of the toy assignment, graded through `course autograde`.
 
-Students whose ids hash to different variants get different hidden inputs (their grading records
+Submissions that hash to different variants get different hidden inputs (their grading records
 and `course explain` say which variant and show them) and the same visible ones; honest answers
-score full marks in both; a regrade and a resumed batch keep each student's variant; a submission
-that claims another variant (in its metadata, in files beside it) gets the one its id gives.
+score full marks in both; a regrade and a resumed batch keep each submission's variant; a submission
+that claims another variant (in its metadata, in files beside it) gets the one the course's keyed
+hash gives; a changed submission draws its variant again.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -19,7 +21,8 @@ import pytest
 from course_tools.course import CourseError, assignments
 from course_tools.grading.records import GRADED, read_explanation, read_record
 from course_tools.grading.sandboxed.variants import SEED_BITS, variant_seed
-from course_tools.grading.variants import variant_count, variant_of
+from course_tools.grading.autograde import submission_digest
+from course_tools.grading.variants import KEY_FILE, variant_count, variant_key, variant_of
 
 from .submissions.catalogue import answered
 from .submissions.toy import ASSIGNMENT, make_course
@@ -29,18 +32,37 @@ ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = 2
 
 
-def test_a_students_variant_is_a_stable_hash_of_the_assignment_and_the_id():
+KEY = bytes(range(32))
+
+
+def test_a_submissions_variant_is_a_keyed_hash_of_the_assignment_the_id_and_the_submission():
     # the same in every process: Python's hash() of a string changes with PYTHONHASHSEED
-    code = ("from course_tools.grading.variants import variant_of; print([variant_of(a, s, 7) "
-            "for a in ('toy', '01_rnn_baselines') for s in ('alice', 'bob', 'carol')])")
+    code = ("from course_tools.grading.variants import variant_of; print([variant_of(a, s, 'd', 7, "
+            f"{KEY!r}) for a in ('toy', '01_rnn_baselines') for s in ('alice', 'bob', 'carol')])")
     printed = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
-    assert printed == {str([variant_of(a, s, 7) for a in ("toy", "01_rnn_baselines")
+    assert printed == {str([variant_of(a, s, "d", 7, KEY) for a in ("toy", "01_rnn_baselines")
                             for s in ("alice", "bob", "carol")]) + "\n"}
-    assert [variant_of("toy", s, 4) for s in ("alice", "bob", "carol", "dave")] == [0, 2, 0, 3]
-    spread = Counter(variant_of("toy", f"student{i:03d}", 4) for i in range(400))
+    spread = Counter(variant_of("toy", f"student{i:03d}", "d", 4, KEY) for i in range(400))
     assert set(spread) == {0, 1, 2, 3} and min(spread.values()) > 70  # every variant used, about evenly
-    assert {variant_of("toy", f"student{i:03d}", 1) for i in range(50)} == {0}
+    assert {variant_of("toy", f"student{i:03d}", "d", 1, KEY) for i in range(50)} == {0}
+    # one student's successive submissions draw again, about evenly; the same one always the same
+    drawn = Counter(variant_of("toy", "alice", f"{i:064x}", 4, KEY) for i in range(400))
+    assert set(drawn) == {0, 1, 2, 3} and min(drawn.values()) > 70
+    assert variant_of("toy", "alice", "d", 4, KEY) == variant_of("toy", "alice", "d", 4, KEY)
+    # without the course's key, nobody can tell which variant an edit draws
+    other = bytes(32)
+    assert [variant_of("toy", "alice", f"{i}", 4, KEY) for i in range(40)] != \
+        [variant_of("toy", "alice", f"{i}", 4, other) for i in range(40)]
+
+
+def test_the_key_is_made_once_and_the_instructors_alone(tmp_path):
+    key = variant_key(tmp_path)
+    assert len(key) == 32 and variant_key(tmp_path) == key
+    assert (tmp_path / KEY_FILE).stat().st_mode & 0o077 == 0
+    (tmp_path / KEY_FILE).write_text("not hex")
+    with pytest.raises((CourseError, ValueError)):
+        variant_key(tmp_path)
 
 
 def test_variant_seeds():
@@ -60,22 +82,40 @@ def test_the_count_is_configured_once_in_nbgrader_config(tmp_path):
         variant_count(tmp_path)
 
 
-def _students() -> dict[str, str]:
-    """role -> id: an honest student of each variant, and one of variant 1 who claims variant 0."""
-    ids = [f"student_{letter}" for letter in "abcdefghijklmnop"]
-    by_variant = {v: [s for s in ids if variant_of(ASSIGNMENT, s, VARIANTS) == v] for v in range(VARIANTS)}
-    return {"first": by_variant[0][0], "second": by_variant[1][0], "claimant": by_variant[1][1]}
+def _students(root: Path) -> dict[str, str]:
+    """role -> id: an honest student of each variant, and one of variant 1 whose files claim variant
+    0 and the first student's id (submitted here; the other candidates' folders are removed)."""
+    assignment = assignments(root, [ASSIGNMENT])[0]
+    key = variant_key(root)
+
+    def variant(student: str) -> int:
+        return variant_of(ASSIGNMENT, student, submission_digest(root, assignment, student), VARIANTS, key)
+
+    honest = [f"student_{letter}" for letter in "abcdefghijklmnop"]
+    for student in honest:
+        _submit(root, student)
+    first = next(s for s in honest if variant(s) == 0)
+    second = next(s for s in honest if variant(s) == 1)
+    claimants = [f"claimant_{letter}" for letter in "abcdefghijklmnop"]
+    for student in claimants:
+        _submit(root, student, claim=first)
+    claimant = next(s for s in claimants if variant(s) == 1)
+    roles = {"first": first, "second": second, "claimant": claimant}
+    for student in honest + claimants:
+        if student not in roles.values():
+            shutil.rmtree(root / "submitted" / student)
+    return roles
 
 
-def _submit(root: Path, student: str, claim: bool = False) -> None:
+def _submit(root: Path, student: str, claim: str = "") -> None:
     folder = root / "submitted" / student / ASSIGNMENT
     folder.mkdir(parents=True)
     notebook = answered(root)
     if claim:  # everything a student's files could say about who they are or which variant is theirs
-        notebook.metadata.update({"variant": 0, "student": _students()["first"],
-                                  "nbgrader": {"variant": 0, "student": _students()["first"]}})
+        claimed = {"variant": 0, "student": claim}
+        notebook.metadata.update({**claimed, "nbgrader": claimed})
         for name in ("variant", "variant.txt", "grading.json"):
-            (folder / name).write_text('{"variant": 0, "student": "%s"}' % _students()["first"])
+            (folder / name).write_text('{"variant": 0, "student": "%s"}' % claim)
     nbformat.write(notebook, folder / f"{ASSIGNMENT}.ipynb")
     (folder / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
 
@@ -97,9 +137,7 @@ def graded(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("variants"))
     with open(root / "nbgrader_config.py", "a") as config:
         config.write(f"\nc.HiddenVariants.count = {VARIANTS}\n")
-    students = _students()
-    for role, student in students.items():
-        _submit(root, student, claim=role == "claimant")
+    students = _students(root)
     cwd = os.getcwd()
     os.chdir(root)
     try:
@@ -131,7 +169,7 @@ def test_each_variant_has_its_own_hidden_inputs_and_honest_answers_pass_both(gra
     seeded = {"test_double", "test_softmax", "test_attention", "test_rnn_step", "test_rnn_forward",
               "test_affine"}  # every test cell whose hidden part draws inputs at random
     assert seeded <= {grade_id for grade_id, _ in differ}, differ  # every check that draws its inputs
-    assert hidden["claimant"] == hidden["second"]  # the id decides, not what the files claim
+    assert hidden["claimant"] == hidden["second"]  # the keyed hash decides, not what the files claim
     visible = {role: _inputs(root, student, hidden=False) for role, student in students.items()}
     assert visible["first"] == visible["second"] == visible["claimant"] and visible["first"]
     # built together, the variants share one record run: their visible checks are the very same

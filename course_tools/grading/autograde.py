@@ -50,7 +50,7 @@ from .sandbox import Sandbox
 from .scrub import LazyScrubber, probe_input
 from .student import Context, grade_student, test_cells
 from .submission import MAX_NOTEBOOK_BYTES, Cell, cell_ids, release_stubs, source_cells
-from .variants import variant_count, variant_of
+from .variants import variant_count, variant_key, variant_of
 
 
 def _slots(jobs: int) -> queue.Queue[int]:
@@ -133,8 +133,11 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     gradebook.ensure_cells(url, assignment, cells)
     results = []
     count = variant_count(root)
-    # the student's id is the folder the collector named from what the exchange or the LMS vouches for
-    variant = {name: variant_of(assignment.id, name, count) for name in names}
+    # before grading, so a later change regrades; the student's id is the folder the collector named
+    # from what the exchange or the LMS vouches for
+    digests = {name: submission_digest(root, assignment, name) for name in names}
+    secret = variant_key(root)
+    variant = {name: variant_of(assignment.id, name, digests[name], count, secret) for name in names}
     key = grader_key(cells)
     if not regrade and students is None:  # a rerun (after an interruption) grades only what is new
         in_gradebook = set(gradebook.scores(url, assignment.id))
@@ -147,14 +150,16 @@ def autograde(root: Path, assignment_id: str, students: list[str] | None = None,
     if graded_variants:
         with batch(assignment, cells, limits, jobs=jobs, isolated=isolated, variants=graded_variants,
                    key=key) as contexts:
-            results += grade_all(root, url, assignment, names, contexts, variant, count, jobs, progress)
+            results += grade_all(root, url, assignment, names, contexts, variant, digests, count, jobs,
+                                 progress)
     results.sort(key=lambda r: r.student)
     print(summary(results), file=out)
     return results
 
 
 def grade_all(root: Path, url: str, assignment: Assignment, names: list[str], contexts: dict[int, Context],
-              variant: dict[str, int], count: int, jobs: int, progress: bool) -> list[Result]:
+              variant: dict[str, int], digests: dict[str, str | None], count: int, jobs: int,
+              progress: bool) -> list[Result]:
     """Each of ``names`` graded on the context of their variant, and saved as soon as graded."""
     from tqdm.auto import tqdm
 
@@ -162,14 +167,13 @@ def grade_all(root: Path, url: str, assignment: Assignment, names: list[str], co
 
     def graded(student: str) -> Result:
         context = contexts[variant[student]]
-        digest = submission_digest(root, assignment, student)  # before grading: a later change regrades
         try:
             result = grade_student(context, student)
         # a grader bug must not stop the batch: this student fails, with the reason
         except Exception as error:
             result = Result(student, assignment.id, FAILED, None, 0.0,
                             reasons=[f"{GRADER_ERROR}: {error!r}"])
-        result.submission, result.grader = digest or "", context.reference.folder.name
+        result.submission, result.grader = digests[student] or "", context.reference.folder.name
         result.variant, result.variants = variant[student], count
         return result
 
