@@ -174,3 +174,28 @@ def test_bad_durations(text):
 def test_policy_methods(method, late_s, penalty):
     plugin = LatePolicy(penalty_method=method, percent=10, cap=50)
     assert plugin.late_submission_penalty("s", 8.0, late_s) == pytest.approx(penalty)
+
+
+def test_a_claimed_time_never_moves_the_due_date():
+    """An exchange entry named a few minutes before its files changed, the two around the due date:
+    the later counts, and the collector says so, so it is as late as an honest entry received then; a
+    claim within the clock skew on one side of the due date is taken as it is."""
+    from course_tools.classroom.exchange import Collected, InboxEntry, choose_latest
+
+    due = dt.datetime(2026, 11, 20, 23, 59)
+    claimed, received = due - dt.timedelta(minutes=2), due + dt.timedelta(minutes=2)
+    straddling = InboxEntry("mallory+a1+stamp", "mallory", claimed, received=received, due=due)
+    assert straddling.straddles and straddling.time == received
+    honest = InboxEntry("alice+a1+stamp", "alice", received - dt.timedelta(seconds=3), received=received,
+                        due=due)
+    assert not honest.straddles and honest.time == received - dt.timedelta(seconds=3)
+    # a claim later than the file system's, across the due date: the later again
+    late_claim = InboxEntry("bob+a1+stamp", "bob", received, received=claimed, due=due)
+    assert late_claim.time == received
+    # no due date (none set yet): the claim within the skew stands
+    assert InboxEntry("carol+a1+stamp", "carol", claimed, received=received).time == claimed
+    collected = Collected.__new__(Collected)
+    collected.entries, collected.notes, collected.latest = [straddling, honest], [], {}
+    choose_latest(collected)
+    assert len(collected.notes) == 1 and "on two sides of its due date" in collected.notes[0]
+    assert "mallory+a1+stamp" in collected.notes[0]

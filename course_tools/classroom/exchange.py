@@ -116,14 +116,24 @@ class InboxEntry:
     received: dt.datetime = dt.datetime.min
     files: list[str] = field(default_factory=list)  # the files to collect from it
 
+    due: dt.datetime | None = None  # the student's due date (with any extension), where the gradebook has one
+
     @property
     def time(self) -> dt.datetime:
         """The submission time: what the name claims (nbgrader's submit writes it) when the file system
         saw the entry within CLOCK_SKEW of it, else what the file system saw: anyone can name an entry
-        with any time, but nobody can set when their files last changed."""
-        if self.claimed is not None and abs(self.claimed - self.received) <= CLOCK_SKEW:
+        with any time, but nobody can set when their files last changed. A claim never moves a due
+        date: where the two times lie on two sides of it, the later counts."""
+        if self.claimed is not None and abs(self.claimed - self.received) <= CLOCK_SKEW \
+                and not self.straddles:
             return self.claimed
-        return self.received
+        return max(self.received, self.claimed) if self.straddles else self.received
+
+    @property
+    def straddles(self) -> bool:
+        """Whether the claimed time and the file system's lie on two sides of the due date."""
+        return None not in (self.claimed, self.due) and \
+            min(self.claimed, self.received) <= self.due < max(self.claimed, self.received)
 
 
 @dataclass
@@ -211,10 +221,29 @@ def vouch(collected: Collected) -> None:
     collected.entries = kept
 
 
+def read_due_dates(collected: Collected) -> None:
+    """Each entry's due date from the gradebook (none before the instructor sets one)."""
+    from course_tools.grading import gradebook
+
+    from .late import effective_due_dates
+
+    url = gradebook.db_url(collected.assignment.root)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return  # no gradebook yet: no due date either (and none is made here)
+    due, per_student = effective_due_dates(url, collected.assignment.id)
+    for entry in collected.entries:
+        entry.due = per_student.get(entry.login, due)
+
+
 def choose_latest(collected: Collected) -> None:
     """Each student's entry with the latest submission time, and a note for each time not taken as claimed."""
     for entry in collected.entries:
-        if entry.claimed is None:
+        if entry.straddles:
+            collected.notes.append(
+                f"{entry.name}: claims {_shown(entry.claimed)} and its files last changed at "
+                f"{_shown(entry.received)}, on two sides of its due date {_shown(entry.due)}: the later, "
+                f"{_shown(entry.time)}, is used")
+        elif entry.claimed is None:
             collected.notes.append(
                 f"{entry.name}: no time in its name: the exchange's, {_shown(entry.received)}, is used")
         elif entry.claimed > entry.received + CLOCK_SKEW:
@@ -256,7 +285,7 @@ def copy_newer(collected: Collected) -> None:
         collected.students.append(login)
 
 
-COLLECT_STAGES = (read_inbox, vouch, choose_latest, copy_newer)
+COLLECT_STAGES = (read_inbox, vouch, read_due_dates, choose_latest, copy_newer)
 
 # nbgrader's submit opens the entry's folder to everyone as its very last step (submit.py's copy_files)
 SUBMITTED_MODE = 0o777

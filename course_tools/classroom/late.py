@@ -191,6 +191,14 @@ def deadlines(url: str, assignment: str) -> dict[str, Deadline]:
         return {s.student.id: Deadline(entry.duedate, s.extension, s.timestamp) for s in entry.submissions}
 
 
+def effective_due_dates(url: str, assignment: str) -> tuple[dt.datetime | None, dict[str, dt.datetime]]:
+    """The assignment's due date, and each student's with their extension where the gradebook holds
+    one (naive UTC)."""
+    due = _due(url, assignment)
+    return due, {student: d.effective for student, d in deadlines(url, assignment).items()
+                 if d.effective is not None}
+
+
 def add_parsers(steps: argparse._SubParsersAction) -> None:
     due = steps.add_parser("due", help="set (or show) an assignment's due date in the gradebook")
     due.add_argument("assignment", metavar="ASSIGNMENT")
