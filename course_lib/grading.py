@@ -22,6 +22,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
+from course_lib.allowlist import review_answer
 from course_lib.guards import bind, forbid  # notebooks import them from here
 
 # Every public spelling of the same operation, so that one name in forbid() closes every door.
@@ -34,8 +35,6 @@ SOFTMAX = (
 )
 SDPA = ("torch.nn.functional.scaled_dot_product_attention",)
 MULTIHEAD = ("torch.nn.MultiheadAttention.forward", "torch.nn.functional.multi_head_attention_forward")
-
-
 
 
 class GradingError(AssertionError):
@@ -52,6 +51,7 @@ def _fail(exercise: str, message: str) -> None:
 
 def check(exercise: str, condition: Any, message: str) -> None:
     """Fail with ``message`` unless ``condition`` is true."""
+    review_answer(exercise)
     if condition is not True and not (isinstance(condition, (bool, np.bool_)) and bool(condition)):
         _fail(exercise, message)
 
@@ -78,6 +78,7 @@ def _as_tensor(exercise: str, value: Any, name: str, role: str) -> torch.Tensor:
 
 def check_shape(exercise: str, got: Any, expected_shape: Sequence[int | None], name: str = "output") -> None:
     """``got`` must be a tensor of ``expected_shape`` (``None`` matches any size in that axis)."""
+    review_answer(exercise)
     if not isinstance(got, (torch.Tensor, np.ndarray)):
         _fail(exercise, f"{name}: expected a tensor of shape {tuple(expected_shape)}, got {_describe(got)}")
     shape = tuple(got.shape)
@@ -102,6 +103,7 @@ def check_close(
     Tensors, arrays, numbers, and tuples/lists of them (compared item by item) are accepted.
     The message gives the shapes, dtypes, the largest error and where it is.
     """
+    review_answer(exercise)
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
             _fail(exercise, f"{name}: expected a sequence of {len(expected)} items, got {_describe(got)}")
@@ -141,6 +143,7 @@ def check_number(exercise: str, got: Any, kind: type, name: str = "output") -> N
     """``got`` must be the Python number the contract names: ``int`` (a Python int: not a bool, not a
     float such as 6.0, not a NumPy integer) or ``float`` (a Python float or int, NumPy's float64
     included since it is one; not a tensor, not another NumPy number)."""
+    review_answer(exercise)
     if kind is int:
         ok = type(got) is int
         wanted = "a Python int"
@@ -158,6 +161,7 @@ def check_number(exercise: str, got: Any, kind: type, name: str = "output") -> N
 
 def check_dtype(exercise: str, got: Any, dtype: torch.dtype, name: str = "output") -> None:
     """``got`` must be a tensor of ``dtype`` (token ids are ``torch.long``, masks ``torch.bool``)."""
+    review_answer(exercise)
     if not isinstance(got, torch.Tensor):
         _fail(exercise, f"{name}: expected a tensor of dtype {dtype}, got {_describe(got)}")
     if got.dtype != dtype:

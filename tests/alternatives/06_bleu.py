@@ -19,6 +19,20 @@ def ngrams(tokens: "list[str]", n: int) -> Counter:
         counts.update([tuple(tokens[start:start + n])])
     return counts
 '''),
+    Alternative("ngrams", "the standard library's codecs and datetime, a module-level table of results (issue 40)",
+                '''
+import codecs
+import datetime
+
+_SEEN = {}
+_SINCE = datetime.date(2026, 1, 1)
+
+def ngrams(tokens, n):
+    tokens = [codecs.decode(codecs.encode(t, "utf-8"), "utf-8") for t in tokens]
+    counts = Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    _SEEN[len(_SEEN)] = len(counts)
+    return counts
+'''),
     # ------------------------------------------------------------------ modified_precision
     Alternative("modified_precision", "the pair as a list, counts from a dict of maxima", '''
 def modified_precision(candidate, references, n):
@@ -51,6 +65,26 @@ def modified_precision(candidate, references, n, return_ratio=False):
     if return_ratio:
         return clipped / total if total else 0.0
     return int(clipped), int(total)
+'''),
+    Alternative("modified_precision", "fractions, and a memo dict written from a nested function (issue 40)",
+                '''
+from fractions import Fraction
+
+def modified_precision(candidate, references, n):
+    memo = {}
+
+    def counts_of(tokens):
+        key = tuple(tokens)
+        if key not in memo:
+            memo[key] = ngrams(tokens, n)
+        return memo[key]
+
+    counts = counts_of(candidate)
+    caps = Counter()
+    for reference in references:
+        caps |= counts_of(reference)
+    clipped = Fraction(sum(min(k, caps[g]) for g, k in counts.items()))
+    return int(clipped), sum(counts.values())
 '''),
     # ------------------------------------------------------------------ brevity_penalty
     Alternative("brevity_penalty", "min(0, 1 - r/c) in one exponential", '''
