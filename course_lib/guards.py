@@ -2,16 +2,20 @@
 exercises it sees while it is checked (:mod:`course_lib.grading` re-exports both)."""
 from __future__ import annotations
 
+import _thread
 import contextlib
 import importlib
 import re
 import sys
+import threading
 import types
 import warnings
 from typing import Any, Iterator
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from course_lib.allowlist import review_answer
 
 _MISSING = object()  # marks an attribute that forbid() found only on a base class
 
@@ -113,6 +117,15 @@ def _function(value: Any) -> Any:
     return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
 
 
+def _no_thread(exercise: str):
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        from course_lib.grading import ForbiddenCallError  # grading imports this module
+
+        raise ForbiddenCallError(f"[{exercise}] your code started a thread: a check runs your code in one "
+                                 "thread, and the grader's sandbox starts none")
+    return refused
+
+
 @contextlib.contextmanager
 def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
     """Make the named functions raise :class:`ForbiddenCallError` inside the ``with`` block.
@@ -123,6 +136,7 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
     of a Python function (so an alias taken before the block refuses too), and the torch kernels
     behind the name (:class:`KernelBlock`). Everything is restored on exit.
     """
+    review_answer(exercise)  # Validate shows what the grader's lint finds in the answer
     saved: list[tuple[Any, str, Any]] = []
     swapped: list[tuple[types.FunctionType, types.CodeType]] = []
     rules: list[tuple[str, tuple[str, ...]]] = []
@@ -157,6 +171,14 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
                     function.__code__ = _blocked_code(dotted, exercise, len(function.__code__.co_freevars))
                 saved.append((where, name, original))
                 setattr(where, name, blocker(dotted))
+        # A TorchFunctionMode guards one thread: the checked code runs in this one, as in the grader's
+        # sandbox, where no thread can start at all (grading.seccomp.students_program).
+        for owner, attribute in ((threading.Thread, "start"), (_thread, "start_new_thread"),
+                                 (threading, "_start_new_thread")):
+            if hasattr(owner, attribute):
+                saved.append((owner, attribute, owner.__dict__.get(attribute, _MISSING)
+                              if isinstance(owner, type) else getattr(owner, attribute)))
+                setattr(owner, attribute, _no_thread(exercise))
         if any(words for _, words in rules):
             mode = KernelBlock(rules, exercise)
             mode.__enter__()

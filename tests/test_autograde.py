@@ -373,6 +373,45 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
     assert "ValueError: HIDDEN" in message and "…" in message, message  # shown, and scrubbed
 
 
+@needs_bwrap
+@pytest.mark.notebook
+def test_no_hidden_input_enters_the_sandbox_before_the_visible_outcomes_are_sealed(batch):
+    """From the probe server's own account of the runs: every visible check's input is handed over
+    before the seal, every hidden one after it; the read-ahead attack's early requests are refused
+    and said, and it gets the hidden inputs only after the seal, like everyone."""
+    from course_tools.course import assignments
+    from course_tools.grading.autograde import batch as open_batch
+    from course_tools.grading.limits import Budget
+    from course_tools.grading.sandboxed.protocol import SEAL
+    from course_tools.grading.student import STAGES, Grading, run_in_the_sandbox
+
+    number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
+    assignment = assignments(batch.root, [ASSIGNMENT])[0]
+    with open_batch(assignment, source_cells(assignment.source), LIMITS, jobs=1) as contexts:
+        context = contexts[0]
+        runs = {}
+        for name in ("honest", "read_ahead"):
+            g = Grading(context, number[name], Result(number[name], ASSIGNMENT, GRADED, None, POINTS),
+                        Budget(LIMITS.student_s))
+            for stage in STAGES[:STAGES.index(run_in_the_sandbox) + 1]:
+                stage(g)
+            runs[name] = g.run
+    calls = context.reference.calls
+    for name, run in runs.items():
+        order = [what for what, _ in run.handed]
+        assert order.count("seal") == 1, (name, run.handed)
+        sealed = order.index("seal")
+        for position, (what, k) in enumerate(run.handed):
+            if what == "hand":
+                hidden = calls[k].get("segment") == "hidden"
+                assert (position > sealed) == hidden, (name, position, k, run.handed)
+        assert {k for what, k in run.handed if what == "hand"} == set(context.reference.replayed())
+        assert run.handed[sealed] == ("seal", SEAL)
+    assert runs["honest"].premature == []
+    assert runs["read_ahead"].premature and all("before its visible checks had ended" in text
+                                                for text in runs["read_ahead"].premature)
+
+
 # ---------------------------------------------------------------- the grader as an ordinary user ----
 
 
@@ -524,6 +563,9 @@ UNPRIVILEGED = (
     "stash_hidden",
     "raise_probes",
     "cpu_in_every_run",
+    "read_ahead",
+    "thread_kernel",
+    "fresh_import",
 )
 
 
@@ -982,6 +1024,19 @@ def test_honest_answers_of_the_course_raise_no_lint_finding():
         ("_files = open('/sand' + 'box/in/probes.json').read()", "spells the path '/sand'"),
         ("import gc\n_all = gc.get_objects()", "imports gc"),
         ("_table = torch.load('table.pt')", "uses .load"),
+        # issue 40: computed names, modules reached through listed ones, modules as values
+        ("import operator\n_os = operator.attrgetter('_o' + 's')(torch)", "operator.attrgetter"),
+        ("from operator import methodcaller", "operator.methodcaller"),
+        ("import typing\n_f = typing.get_type_hints", "typing.get_type_hints"),
+        ("import string\n_get = string.Formatter().get_field", "string.Formatter"),
+        ("_ext = torch.utils.cpp_extension.load_inline", "reaches module torch.utils"),
+        ("import numpy\n_c = numpy.ctypeslib", "reaches module numpy.ctypeslib"),
+        ("import torch.utils.data", "imports torch.utils.data"),
+        ("import operator\n_m = operator", "uses the module operator as a value"),
+        ("from torch import _C", "a private name of torch"),
+        ("def f():\n    global check_close\n    check_close = None", "declares check_close global"),
+        ("import threading", "imports threading"),
+        ("import course_lib.grading", "imports course_lib.grading"),
     ],
 )
 def test_lint_finds_what_only_tampering_needs(code, found):
@@ -989,6 +1044,32 @@ def test_lint_finds_what_only_tampering_needs(code, found):
         "answer", code, {"torch.softmax", "torch.nn.functional.scaled_dot_product_attention"}, {"check_close"}
     )
     assert any(found in str(f) for f in findings), findings
+
+
+@pytest.mark.parametrize("code", [
+    "from fractions import Fraction\n\ndef f(x):\n    return x * Fraction(1, 2)",
+    "import datetime\nimport codecs\n\ndef f(x):\n"
+    "    return codecs.decode(x, 'utf-8'), datetime.date(2026, 1, 1)",
+    "import operator, functools\n\ndef f(xs):\n    return functools.reduce(operator.mul, xs, 1)",
+    "def f(n):\n    memo = {}\n\n    def fib(k):\n        if k not in memo:\n"
+    "            memo[k] = k if k < 2 else fib(k - 1) + fib(k - 2)\n"
+    "        return memo[k]\n    return fib(n)",
+    "_TABLE = {}\n\ndef f(x):\n    _TABLE[x] = 2 * x\n    return _TABLE[x]",
+    "_COUNT = 0\n\ndef f(x):\n    global _COUNT\n    _COUNT += 1\n    return x",
+    "from torch import nn\nimport torch.nn.functional as F\n\nclass M(nn.Module):\n"
+    "    def forward(self, x):\n        return F.relu(torch.nn.init.zeros_(x))",
+    "import numpy as np\n\ndef f(n):\n    return np.random.default_rng(0).normal(size=n)",
+])
+def test_the_allowlist_gives_what_honest_answers_use(code):
+    assert [f for f in lint("answer", code) if f.kind == "tamper"] == []
+
+
+def test_the_allowlist_is_one_table_that_the_guide_prints():
+    from course_lib.allowlist import ALLOWLIST, guide_table
+
+    table = guide_table()
+    assert all(f"`{entry.module}`" in table for entry in ALLOWLIST)
+    assert "attrgetter" in table  # what operator does not give is said
 
 
 def test_compare_reads_plain_results_only():

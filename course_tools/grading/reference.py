@@ -29,7 +29,8 @@ from .compare import compare, error_message
 from .limits import Limits
 from .probe_report import ProbeTexts, probe_texts
 from .redacted import redacted_course_lib
-from .runs import Run, run_plan
+from .runs import MAX_RESULT_BYTES, Run, run_plan
+from .seccomp import students_program
 from .sandbox import Sandbox
 from .submission import Answers, Cell, graded_plan, release_stubs, replay_after
 from .variants import variant_probes
@@ -334,10 +335,7 @@ def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] =
     return Plan(mode, [c.as_plan() for c in cells], plan_limits(limits), replay,
                 replay_after(source, calls, replay) if replay else {},
                 [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind,
-                variants=list(variants))
-
-
-MAX_RESULT_BYTES = 256 << 20
+                variants=list(variants), students_filter=(students_program() or b"").hex())
 
 
 def load_result(path: Path, root: Path | None = None):

@@ -17,19 +17,22 @@ import shutil
 import socket
 import stat
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from course_tools.grading.sandboxed.protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REQUEST, Plan
-from course_tools.untrusted import Unreadable, read_fd, read_range, safe_data
+from course_tools.grading.sandboxed.protocol import (BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, SEAL,
+                                                     Plan)
+from course_tools.untrusted import Unreadable, read_bytes, read_fd, read_range, safe_data
 
 from .isolation import INBOX, OUTBOX
 from .limits import Budget, Limits, Stop, backstop, describe_end, measured
 from .sandbox import RUNNER, Sandbox
 
 MAX_ATTEMPTS = 8
+MAX_RESULT_BYTES = 256 << 20  # one replayed result
 MAX_EVENTS_BYTES = 8 << 20
 LOG_TAIL_BYTES = 20_000
 
@@ -44,6 +47,8 @@ class Run:
     seconds: float = 0.0
     attempts: int = 0
     log: str = ""
+    premature: list[str] = field(default_factory=list)  # what the run asked of the probe server too early
+    handed: list[tuple[str, int]] = field(default_factory=list)  # the probe server's log (ProbeServer.log)
 
 
 class StepWatch:
@@ -56,8 +61,10 @@ class StepWatch:
     most ``MAX_EVENTS_BYTES`` are read. :meth:`finish` reads the rest and closes it.
     """
 
-    def __init__(self, path: Path, limit_s: float):
-        self.path, self.limit_s = path, limit_s
+    def __init__(self, path: Path, limit_s: float, after_seal: set[int] = frozenset()):
+        self.path, self.limit_s, self.after_seal = path, limit_s, after_seal
+        self.lock = threading.Lock()  # the probe server seals from its own thread
+        self.sealed_at: int | None = None
         self.fd: int | None = os.open(path,
                                       os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                                       0o644)
@@ -66,6 +73,15 @@ class StepWatch:
         self.running: int | None = None
         self.since = (0.0, 0.0)  # the run's (CPU, wall-clock) seconds when the running step started
         self.now = (0.0, 0.0)
+
+    def seal(self) -> None:
+        """From now on, only the events of the steps in ``after_seal`` (the hidden checks) count."""
+        with self.lock:
+            try:
+                self._read()
+            except Unreadable:
+                pass
+            self.sealed_at = len(self.events)
 
     def _read(self) -> None:
         while self.fd is not None and self.offset < MAX_EVENTS_BYTES:
@@ -87,10 +103,11 @@ class StepWatch:
 
     def __call__(self, cpu: float, wall: float) -> Stop | None:
         self.now = (cpu, wall)
-        try:
-            self._read()
-        except Unreadable:  # a read over its deadline: try again at the next poll
-            pass
+        with self.lock:
+            try:
+                self._read()
+            except Unreadable:  # a read over its deadline: try again at the next poll
+                pass
         if self.running is None:
             return None
         step_cpu, step_wall = cpu - self.since[0], wall - self.since[1]
@@ -101,31 +118,54 @@ class StepWatch:
         return None
 
     def finish(self) -> list[dict]:
-        """Every event of the run (call it once the sandbox has ended)."""
-        try:
-            self._read()
-        except Unreadable:
-            pass
-        if self.fd is not None:
-            self._add(_parse([self.buffer]))
-            os.close(self.fd)
-            self.fd, self.buffer = None, b""
-        return self.events
+        """Every event of the run (call it once the sandbox has ended); after a seal, only the hidden
+        checks' and the end of the run."""
+        with self.lock:
+            try:
+                self._read()
+            except Unreadable:
+                pass
+            if self.fd is not None:
+                self._add(_parse([self.buffer]))
+                os.close(self.fd)
+                self.fd, self.buffer = None, b""
+        if self.sealed_at is None:
+            return self.events
+        return self.events[:self.sealed_at] + [e for e in self.events[self.sealed_at:]
+                                               if e.get("done") is True or e.get("step") in self.after_seal]
 
 
 class ProbeServer:
     """Hands a run the probes' inputs one check at a time, over the channel the sandbox gives it
-    (``--channel-fd``; :class:`.runner.Inputs` asks).
+    (``--channel-fd``; :class:`.runner.Inputs` asks), and seals the run before any hidden input.
 
     Each probe of the run's plan is handed over once, when the runner asks for it as its check
-    starts (a method's probe comes with the input of the call that built its object): no input of a
-    hidden check is anywhere in the sandbox before that check runs, and once a check has started it
-    cannot start again in the same run. A request for anything else is refused (an empty answer).
+    starts (a method's probe comes with the input of the call that built its object), and once a
+    check has started it cannot start again in the same run. A hidden check's input is handed over
+    only after the seal (:data:`.protocol.SEAL`), which the runner asks for once every cell and
+    visible check has ended: the server then keeps a copy of every visible result (:meth:`sealed`
+    puts them back in the outbox after the run) and ``on_seal`` marks where the run's events were,
+    so nothing the run does once it may hold a hidden input reaches what the student reads. A request
+    for anything else is refused (an empty answer); a hidden input asked for before the seal, or a
+    seal asked for before every visible check has a result, is what no grading run does
+    (:attr:`premature`). :attr:`log` is the server's own account, in order: ("seal", SEAL) and
+    ("hand", probe).
     """
 
-    def __init__(self, folder: Path, calls: list[dict], replay: list[int]):
-        self.folder, self.calls = folder, calls
-        self.left = set(replay)
+    def __init__(self, folder: Path, calls: list[dict], plan: Plan, outbox: Path,
+                 on_seal: Callable[[], None] = lambda: None):
+        self.folder, self.calls, self.on_seal = folder, calls, on_seal
+        self.outbox = outbox  # where the run's outbox is while it runs (the sandbox moves it for a warm run)
+        self.left = set(plan.replay)
+        first = len(plan.cells)
+        self.visible = [k for offset, k in enumerate(plan.replay)
+                        if calls[k].get("segment") != "hidden" and first + offset not in plan.skip]
+        self.results = [f"{k}.pt" for k in self.visible] + \
+            ([f"{k}.perturbed.pt" for k in self.visible] if plan.mode == "check" else [])
+        self.kept: set[str] | None = None  # the visible results there were at the seal, copied to ``vault``
+        self.home, self.vault = outbox, outbox.parent / "sealed"
+        self.premature: list[str] = []
+        self.log: list[tuple[str, int]] = []
 
     def __call__(self, channel: socket.socket) -> None:
         while True:
@@ -133,10 +173,18 @@ class ProbeServer:
             if request is None:
                 return
             (index,) = REQUEST.unpack(request)
-            if index not in self.left:
+            if index == SEAL:
+                self._seal()
+                channel.sendall(COUNT.pack(0))
+                continue
+            if index not in self.left or (self.kept is None and self.calls[index].get("segment") == "hidden"):
+                if index in self.left:
+                    self.premature.append(f"the run asked for the input of hidden check {index} before "
+                                          "its visible checks had ended")
                 channel.sendall(COUNT.pack(0))
                 continue
             self.left.discard(index)
+            self.log.append(("hand", index))
             wanted = [index
                       ] + ([self.calls[index]["instance"]] if self.calls[index]["kind"] == "method" else [])
             blobs = [(k, (self.folder / f"{k}.pkl").read_bytes()) for k in wanted]
@@ -144,6 +192,47 @@ class ProbeServer:
             for k, blob in blobs:
                 channel.sendall(BLOB.pack(k, len(blob)))
                 channel.sendall(blob)
+
+    def _seal(self) -> None:
+        if self.kept is not None:
+            return
+        self.on_seal()
+        self.kept = set()
+        shutil.rmtree(self.vault, ignore_errors=True)
+        self.vault.mkdir()
+        for name in self.results if not self.outbox.is_symlink() else []:  # a link: the run moved it
+            try:
+                data = read_bytes(self.outbox / REPLAY / name, MAX_RESULT_BYTES, root=self.outbox)
+            except Unreadable:
+                continue  # no result, a link, a FIFO: no answer, as it would read after the run
+            (self.vault / name).write_bytes(data)
+            self.kept.add(name)
+        missing = [name.split(".")[0] for name in self.results if name not in self.kept]
+        if missing:
+            self.premature.append(f"the run asked for the seal before visible checks {', '.join(missing)} "
+                                  "had results")
+        self.log.append(("seal", SEAL))
+
+    def sealed(self) -> None:
+        """Once the run has ended: the visible results in the outbox become those kept at the seal
+        (none, where it had none). Without a seal no hidden input was handed over: nothing changes."""
+        if self.kept is None:
+            return
+        for name in self.results:
+            path = self.home / REPLAY / name
+            _remove(path)
+            if name in self.kept:
+                path.parent.mkdir(exist_ok=True)
+                shutil.move(self.vault / name, path)
+        shutil.rmtree(self.vault, ignore_errors=True)
+
+
+def _remove(path: Path) -> None:
+    """Whatever the run left at ``path`` (a file, a link, a FIFO, a folder)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _exactly(channel: socket.socket, size: int) -> bytes | None:
@@ -208,14 +297,21 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path
         run.outbox.mkdir()
         (inbox / PLAN).write_text(dataclasses.replace(plan, skip=dict(skip)).dumps(), encoding="utf-8")
         os.chmod(inbox / PLAN, 0o644)
-        watch = StepWatch(run.outbox / EVENTS, limits.cell_s)
-        server = ProbeServer(probe_inputs, calls, plan.replay) if probe_inputs is not None else None
+        attempt_plan = dataclasses.replace(plan, skip=dict(skip))
+        watch = StepWatch(run.outbox / EVENTS, limits.cell_s,
+                          {len(plan.cells) + i for i, k in enumerate(plan.replay)
+                           if calls and calls[k].get("segment") == "hidden"})
+        server = ProbeServer(probe_inputs, calls, attempt_plan, run.outbox, watch.seal) \
+            if probe_inputs is not None else None
         try:
             ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
                                 limits=limits, watch=watch, course_lib=course_lib, warm=warm, budget=budget,
                                 channel=server)
         finally:
             events = watch.finish()
+            if server is not None:
+                server.sealed()
+                run.premature, run.handed = server.premature, server.log
         run.attempts, run.log, run.skipped = attempt, _tail(workdir / "log.txt"), dict(skip)
         run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
         started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]

@@ -156,7 +156,8 @@ class Sandbox:
         ``watch(cpu, wall)``: a limit of the caller's, given the run's CPU and wall-clock seconds so
         far. ``budget``: the student's time for all their runs, charged with this one's.
         ``channel``: serves the parent's end of a socket whose other end the run gets as
-        ``--channel-fd N`` (the probes' inputs, handed over one at a time: :class:`.runs.ProbeServer`).
+        ``--channel-fd N`` (the probes' inputs, handed over one at a time: :class:`.runs.ProbeServer`);
+        where it has an ``outbox`` attribute, that is set to where the run's outbox is while it runs.
         """
         budget = budget or Budget(limits.student_s)
         if warm and self.isolated and argv[2:4] == ["-m", RUNNER]:
@@ -303,6 +304,8 @@ class Sandbox:
             args = args + ["--drop-to", str(uid)]
         started = time.monotonic()
         zygote.take(inbox, outbox)
+        if hasattr(channel, "outbox"):  # a probe server reads the run's results where the run has them
+            channel.outbox = zygote.outbox
         stop, returncode, printed, usage = None, None, None, Usage(0.0, 0)
         served = _Served(channel)
         try:
@@ -336,6 +339,8 @@ class Sandbox:
                 printed.join()
             served.close()
             zygote.give_back(inbox, outbox)
+            if hasattr(channel, "outbox"):
+                channel.outbox = outbox
             if returncode is None:
                 zygote.close()
                 self.zygotes.pop(slot, None)

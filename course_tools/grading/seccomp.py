@@ -11,8 +11,15 @@ whose flags a filter cannot read, says ``ENOSYS`` so that the C library falls ba
 whose namespace flags it can. Calls of another architecture's numbering (i386 or x32 on x86-64, the
 old ``ipc`` multiplexer among them) are refused whole.
 
-The program is classic BPF (``struct sock_filter``), built here for x86-64 and AArch64; on any other
-machine :func:`program` returns None and the sandbox runs without it.
+A second filter (:func:`students_program`) is loaded by the runner itself once everything it
+imports is loaded and before the first cell runs: from then on no thread can start and no program can
+be executed. So every call of the student's code runs in the one thread whose guards ``forbid()``
+set (a ``TorchFunctionMode`` is per thread), and no interpreter without them (a new ``python``) can
+run; a fork is a copy of the guarded process and keeps its guards. Honest code needs neither: torch
+runs with one thread, and tqdm goes without its monitor thread.
+
+The programs are classic BPF (``struct sock_filter``), built here for x86-64 and AArch64; on any other
+machine :func:`program` returns None and the sandbox runs without them.
 """
 from __future__ import annotations
 
@@ -35,6 +42,8 @@ REFUSED = {
 }
 CLONE = (56, 220)
 CLONE3 = (435, 435)
+EXECVE, EXECVEAT = (59, 221), (322, 281)
+CLONE_THREAD = 0x00010000
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
 NAMESPACES = (
     0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
@@ -90,3 +99,28 @@ def program(machine: str | None = None) -> bytes | None:
     body.append(_instruction(RET, RET_ERRNO | errno.EPERM))  # eperm
     body.append(_instruction(RET, RET_ERRNO | errno.ENOSYS))  # enosys
     return b"".join(body)
+
+
+def students_program(machine: str | None = None) -> bytes | None:
+    """The filter the runner loads before the first cell: a thread (``clone`` with ``CLONE_THREAD``)
+    gets ``EAGAIN``, as when a process may start no more, ``clone3`` ``ENOSYS`` (the C library falls
+    back to ``clone``), and ``execve``/``execveat`` ``EPERM``. None where :func:`program` is."""
+    machine = machine or platform.machine()
+    if machine not in AUDIT_ARCH:
+        return None
+    column = 0 if machine == "x86_64" else 1
+    return b"".join([
+        _instruction(LD_W_ABS, ARCH),
+        _instruction(JEQ, AUDIT_ARCH[machine], 0, 7),  # another architecture: the first filter refuses it
+        _instruction(LD_W_ABS, NR),
+        _instruction(JEQ, EXECVE[column], 7, 0),
+        _instruction(JEQ, EXECVEAT[column], 6, 0),
+        _instruction(JEQ, CLONE3[column], 6, 0),
+        _instruction(JEQ, CLONE[column], 0, 2),
+        _instruction(LD_W_ABS, ARG0),
+        _instruction(JSET, CLONE_THREAD, 1, 0),
+        _instruction(RET, RET_ALLOW),  # 9
+        _instruction(RET, RET_ERRNO | errno.EAGAIN),
+        _instruction(RET, RET_ERRNO | errno.EPERM),
+        _instruction(RET, RET_ERRNO | errno.ENOSYS),
+    ])

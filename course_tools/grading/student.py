@@ -22,7 +22,7 @@ from course_tools.untrusted import Missing, Unreadable, no_links, safe_text
 from .compare import ARGUMENTS_AFTER, Mismatch, arguments_contract, compare, error_message
 from .copies import pasted_references
 from .limits import Budget, Limits, describe_exit
-from .lint import Finding, bound_names, lint
+from .lint import Finding, bound_names, lint, module_names
 from .probe_report import probe_reports
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, Check, Result
 from .reference import Reference, load_result, make_plan, redacted_for
@@ -61,6 +61,12 @@ class Context:
         for call in self.reference.calls:
             found.setdefault(owner.get(call["target"], ""), set()).update(call["forbid"])
         return found
+
+    @functools.cached_property
+    def modules(self) -> dict[str, str]:
+        """The names of modules the instructor's cells import, which answers use (``F``, ``np``)."""
+        return {name: dotted for c in self.cells if c.kind == "other"
+                for name, dotted in module_names(c.source).items()}
 
     @functools.cached_property
     def protected(self) -> set[str]:
@@ -166,6 +172,7 @@ def check_statically(g: Grading) -> None:
 def run_in_the_sandbox(g: Grading) -> None:
     """The student's notebook, without test cells, replaying every usable probe."""
     g.run, replayed, g.waited = _run(g.context, g.found, g.workdir, g.context.reference.replayed(), g.budget)
+    g.result.reasons += _premature(g.run)
     if g.run.failure:
         g.stop(FAILED, g.run.failure)
     g.outcomes, g.spent = dict(replayed), g.run.spent
@@ -189,6 +196,7 @@ def grade_again_on_corrected_exercises(g: Grading) -> None:
                                     [k for c in group for k in g.context.probes_of(c)], g.budget, bind=True)
         g.waited += queued
         g.spent = g.spent or rerun.spent
+        g.result.reasons += _premature(rerun)
         if rerun.failure:  # the cells keep their first verdict, which a person should check
             g.result.reasons.append(f"{names}: could not be graded again with the exercises they build on "
                                     f"corrected: {rerun.failure}")
@@ -280,6 +288,12 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     return run, records, queued
 
 
+def _premature(run: Run) -> list[str]:
+    """What a run asked of the probe server before its time: no grading run does it."""
+    return [f"{what}: a way around the grader, which no answer needs: a person should look at it"
+            for what in dict.fromkeys(run.premature)]
+
+
 def cascade_groups(context: Context, mismatches: dict[int, str | None], found: Answers) -> list[list[Cell]]:
     """Test cells to grade again with their dependencies bound to the references: those that failed
     while a graded name their test binds failed its own test, unless what failed is an answer the
@@ -335,7 +349,8 @@ def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks:
 
 def _lint(context: Context, found: Answers) -> list[Finding]:
     return [f for grade_id, code in found.code.items()
-            for f in lint(grade_id, code, context.forbidden.get(grade_id, set()), context.protected)]
+            for f in lint(grade_id, code, context.forbidden.get(grade_id, set()), context.protected,
+                          context.modules)]
 
 
 def _verdicts(context: Context, outcomes: dict[int, dict], mismatches: dict[int, Mismatch | None],

@@ -7,6 +7,7 @@ as a notebook is refused with a reason, never graded as a zero.
 """
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -185,16 +186,33 @@ def answers(raw: dict, cells: list[Cell], ids: dict[str, str]) -> Answers:
     return found
 
 
+def check_imports(cell: Cell) -> str:
+    """The import statements at the top level of a test cell's visible parts: in Validate they run
+    before the answers the test calls, so an answer may use what they import; the grader runs them
+    too, in the test cell's place (and nothing else of a test cell)."""
+    lines = []
+    for kind, code in split_test_cell(cell.source):
+        if kind == "visible":
+            lines += [ast.unparse(node) for node in ast.parse(code).body
+                      if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(lines)
+
+
 def graded_plan(cells: list[Cell], found: Answers, stubs: dict[str, str]) -> list[Cell]:
     """The cells a student's sandbox runs: the source's cells up to its last answer cell, without its
-    test cells (they never leave the grader), each answer cell's code replaced by the student's (or
-    the release's stub)."""
+    test cells (they never leave the grader) but their imports (:func:`check_imports`), each answer
+    cell's code replaced by the student's (or the release's stub)."""
     last = max((i for i, c in enumerate(cells) if c.kind == "solution"), default=-1)
-    return [
-        Cell(c.kind, c.grade_id,
-             found.code.get(c.grade_id, stubs.get(c.grade_id, "raise NotImplementedError()")), c.names,
-             c.points) if c.kind == "solution" else c for c in cells[:last + 1] if c.kind != "test"
-    ]
+    plan = []
+    for c in cells[:last + 1]:
+        if c.kind == "solution":
+            code = found.code.get(c.grade_id, stubs.get(c.grade_id, "raise NotImplementedError()"))
+            plan.append(Cell(c.kind, c.grade_id, code, c.names, c.points))
+        elif c.kind != "test":
+            plan.append(c)
+        elif imports := check_imports(c):
+            plan.append(Cell("other", None, imports))
+    return plan
 
 
 def replay_after(cells: list[Cell], calls: list[dict], replay: list[int]) -> dict[str, int]:
@@ -205,6 +223,7 @@ def replay_after(cells: list[Cell], calls: list[dict], replay: list[int]) -> dic
     point, before = {}, 0
     for i, cell in enumerate(cells):
         if cell.kind == "test":
+            before += i <= last and bool(check_imports(cell))  # its imports' step (graded_plan)
             point[cell.grade_id] = before - 1
         elif i <= last:
             before += 1

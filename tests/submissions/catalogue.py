@@ -267,6 +267,78 @@ _reference = operator.attrgetter("rnn" + "_cell_" + "step")(importlib.import_mod
 
 def rnn_step(x_t, h_prev, W_e, W_h, b):
     return _reference(x_t, h_prev, W_e, W_h, b)"""
+# Issue 40's determined students. The probes' channel is a socket in the answer cell's own process:
+# ask it for every hidden check's input (named in the inbox's probes.json) before any check starts.
+READ_AHEAD = """import json, os, socket, stat, struct
+
+_STASH = []
+_calls = json.load(open('/sandbox/in/probes.json'))
+for _fd in range(3, 256):
+    try:
+        if not stat.S_ISSOCK(os.fstat(_fd).st_mode):
+            continue
+    except OSError:
+        continue
+    _channel = socket.socket(fileno=os.dup(_fd))
+    for _k, _call in enumerate(_calls):
+        if _call.get('segment') == 'hidden':
+            _channel.sendall(struct.pack('<q', _k))
+            for _ in range(struct.unpack('<I', _channel.recv(4))[0]):
+                _probe, _size = struct.unpack('<qQ', _channel.recv(16))
+                _STASH.append(_channel.recv(_size, socket.MSG_WAITALL))
+
+""" + ANSWERS["double"]
+STASH_IN_MESSAGE = ("def softmax(x, dim=-1):\n"
+                    "    raise ValueError(''.join('abcdefghij'[b % 10] for blob in _STASH for b in blob))")
+# torch's softmax in a thread, whose torch functions no TorchFunctionMode of the checking thread sees;
+# threading reached as getattr by string, which `operator` hands out
+THREAD_KERNEL = """import operator
+
+_threading = operator.attrgetter("thread" + "ing")(torch)
+
+def softmax(x, dim=-1):
+    out = []
+    worker = _threading.Thread(target=lambda: out.append(torch.softmax(x, dim=dim)))
+    worker.start()
+    worker.join()
+    return out[0]"""
+# torch.nn.functional imported again, a copy no forbid() has touched, the guarded one put back
+FRESH_IMPORT = """import operator
+
+_sys = operator.attrgetter("sy" + "s")(torch)
+_importlib = operator.attrgetter("import" + "lib")(torch)
+_guarded = _sys.modules.pop("torch.nn.functional")
+_fresh = _importlib.import_module("torch.nn.functional")
+_sys.modules["torch.nn.functional"] = _guarded
+
+def attention(q, k, v):
+    return _fresh.scaled_dot_product_attention(q, k, v)"""
+# Honest answers that reach only what the allowlist gives: the standard library's numbers, dates and
+# codecs, a memo dict written from a nested function, a module-level table of results
+HONEST_STDLIB = """import codecs
+import datetime
+from fractions import Fraction
+
+_STARTED = datetime.date(2026, 1, 1)
+_NAME = codecs.decode(b"double", "utf-8")
+
+def double(x):
+    return x * int(Fraction(4, 2))"""
+HONEST_MEMO = """_TABLE = {}
+
+def rnn_step(x_t, h_prev, W_e, W_h, b):
+    memo = {}
+
+    def project(key, a, w):
+        if key not in memo:
+            memo[key] = a @ w
+        return memo[key]
+
+    h = torch.tanh(project("x", x_t, W_e) + project("h", h_prev, W_h) + b)
+    _TABLE[len(_TABLE)] = tuple(h.shape)
+    return h"""
+# uses `statistics`, which only the check cell below its answer imports
+CHECK_CELL_IMPORT = "def double(x):\n    return x * len(statistics.multimode([1, 2]))"
 REFERENCE_CODE_COPY = """import types
 import course_lib.rnn
 
@@ -554,11 +626,12 @@ def _fixtures() -> list[Fixture]:
         f("fork_bomb", "the rnn_step answer cell forks until the process limit",
           submission(rnn_step="import os\nwhile True:\n    os.fork()\n\n" + ANSWERS["rnn_step"]),
           Expected(REVIEW, 8, failed=("test_rnn_step",), why="NameError")),
-        f("detached_process", "starts a background process that would outlive the grading",
+        f("detached_process", "starts a background process that would outlive the grading (no program "
+                              "can be executed in the sandbox: the cell stops there, before double)",
           submission(double="import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', "
                             f"'import time; time.sleep(600)  # {MARKER}'], start_new_session=True)\n\n"
                             + ANSWERS["double"]),
-          Expected(REVIEW, POINTS, why="imports subprocess")),
+          Expected(REVIEW, POINTS - 1, failed=("test_double",), why="imports subprocess")),
         f("huge_output", "softmax prints 1 GB on one line",
           submission(softmax="def softmax(x, dim=-1):\n    for _ in range(1024):\n"
                              "        print('x' * 2**20, end='')\n    return x"),
@@ -757,6 +830,22 @@ def _fixtures() -> list[Fixture]:
           submission(**STASH_HIDDEN), Expected(REVIEW, 7, failed=("test_softmax",), why="ValueError")),
         f("raise_probes", "double raises every probe input it can find in the sandbox",
           submission(double=RAISE_PROBES), Expected(REVIEW, 8, failed=("test_double",), why="ValueError")),
+        # --- issue 40: guards by design ---
+        f("read_ahead", "double's cell asks the probes' channel for every hidden input before any check; "
+                        "softmax raises what it got, spelled in letters, in its visible check",
+          submission(double=READ_AHEAD, softmax=STASH_IN_MESSAGE),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="before its visible checks had ended")),
+        f("thread_kernel", "softmax runs torch.softmax in a thread, threading reached by operator.attrgetter",
+          submission(softmax=THREAD_KERNEL),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="operator.attrgetter")),
+        f("fresh_import", "attention calls scaled_dot_product_attention of torch.nn.functional imported again",
+          submission(attention=FRESH_IMPORT),
+          Expected(REVIEW, 7, failed=("test_attention",), why="operator.attrgetter")),
+        f("honest_stdlib", "double with fractions, datetime and codecs", submission(double=HONEST_STDLIB), full),
+        f("honest_memo", "rnn_step with a memo dict written from a nested function and a module-level table",
+          submission(rnn_step=HONEST_MEMO), full),
+        f("check_cell_import", "double uses a module that only the check cell below it imports",
+          submission(double=CHECK_CELL_IMPORT), full),
         # --- issue 24: one student's time limit covers all their runs ---
         f("cpu_in_every_run", f"{STEP_CPU_S - 1.5} s of CPU in an answer cell, and a wrong rnn_step: its cascade "
                               f"regrade runs the cell again, past the student's {STUDENT_CPU_S} s for all runs",

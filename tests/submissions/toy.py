@@ -86,7 +86,9 @@ ANSWERS = {
 }
 
 TESTS = {
-    "double": (1, '''check("double", double(2) == 4, "double(2) should be 4")
+    "double": (1, '''import statistics  # an answer may use what its check cell imports, in Validate and in the grade
+
+check("double", double(2) == 4, "double(2) should be 4")
 check_close("double", double(3.0), 6.0)
 ### BEGIN HIDDEN TESTS
 seed_everything(1)

@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 MODES = ("record", "check", "grade")
 PLAN, PROBES, EVENTS, REPLAY = "plan.json", "probes.json", "events.jsonl", "replay"
 # The channel of the probes' inputs (--channel-fd): the runner asks for one probe, the grader answers
-REQUEST = struct.Struct("<q")  # the probe asked for
+REQUEST = struct.Struct("<q")  # the probe asked for, or SEAL
+# Asked once every cell and every visible check of the run has ended: the grader keeps the visible
+# results as they are then, and only from then on hands over a hidden check's input.
+SEAL = -1
 COUNT = struct.Struct("<I")  # inputs in the answer (0: refused)
 BLOB = struct.Struct("<qQ")  # one input: its probe, its length; then its bytes
 
@@ -38,6 +41,9 @@ class Plan:
     # record mode: the variants other than 0 whose hidden inputs the test cells draw too, each in a
     # fork from where the cell's visible part left the run (.variants); variant 0 runs as written
     variants: list[int] = field(default_factory=list)
+    # the seccomp program (hex) the runner loads before the first cell: no thread, no new program
+    # (grading.seccomp.students_program); empty where the machine has none
+    students_filter: str = ""
 
     def __post_init__(self):
         if self.mode not in MODES:

@@ -14,10 +14,13 @@ what :func:`course_tools.grading.compare.compare` checks itself.
 
 No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
 it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
-(:class:`.runs.ProbeServer`). The hidden checks of a test cell run in a fork of their own, which
-asks for each input as its check starts, replays it and writes its result, and exits after the
-cell's last check: the main run never holds a hidden input, and nothing a hidden check leaves
-reaches another test cell's checks or the answer cells that run later. What an exercise forbids is blocked
+(:class:`.runs.ProbeServer`). No hidden input is in the sandbox before everything the student will
+read is final: every cell runs and every visible check replays first; then the runner asks the
+parent to seal the run (:data:`.protocol.SEAL`: the parent keeps the visible results as they are
+then, and ignores whatever comes later but the hidden checks' own results), and only then do the
+hidden checks run, those of each test cell in a fork of their own from the state the notebook
+ended in, each asking for its input as its check starts. So nothing learnt from a hidden input can
+reach a visible outcome, a cell's error or anything else a student reads. What an exercise forbids is blocked
 whenever its code runs: while its answer cell runs and while each of its checks replays.
 """
 from __future__ import annotations
@@ -33,7 +36,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, Plan
+from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, SEAL, Plan
 
 MESSAGE_CHARS = 2_000
 
@@ -71,6 +74,11 @@ class Inputs:
             blobs[probe] = self._exactly(size)
         return blobs
 
+    def seal(self) -> None:
+        """Every cell and visible check has ended: the grader keeps their results as they are now."""
+        self.channel.sendall(REQUEST.pack(SEAL))
+        self._exactly(COUNT.size)
+
     def _exactly(self, size: int) -> bytes:
         chunks, left = [], size
         while left:
@@ -92,6 +100,24 @@ def _limit(limits: dict) -> None:
     for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
                         ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_CORE", 0)):
         resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def _one_thread_and_no_programs(program: bytes) -> None:
+    """Load ``program`` (``plan.students_filter``): from now on no thread starts and no program is
+    executed in this process and every fork of it (see ``grading.seccomp``). Refusing is final: a
+    filter can only be added to, never taken away."""
+    import ctypes
+
+    class Program(ctypes.Structure):  # struct sock_fprog
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    instructions = ctypes.create_string_buffer(program, len(program))
+    fprog = Program(len(program) // 8, ctypes.addressof(instructions))
+    # PR_SET_NO_NEW_PRIVS (bubblewrap has set it already), then PR_SET_SECCOMP with SECCOMP_MODE_FILTER
+    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"the runner could not load its seccomp filter: {os.strerror(error)}")
 
 
 def _shell():
@@ -178,6 +204,8 @@ def main(argv: list[str]) -> int:
     inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
     (outbox / REPLAY).mkdir(exist_ok=True)
     last = len(plan.cells) - 1
+    if plan.students_filter:  # the last thing before the first cell: nothing of the runner's needs a thread
+        _one_thread_and_no_programs(bytes.fromhex(plan.students_filter))
     after = plan.replay_after
 
     def run_cell(cell: dict, step: int) -> None:
@@ -261,14 +289,20 @@ def main(argv: list[str]) -> int:
         return (outbox / REPLAY / f"{index}.pt").is_file() and \
             (plan.mode != "check" or (outbox / REPLAY / f"{index}.perturbed.pt").is_file())
 
-    def hidden_checks(group: list[tuple[int, int]]) -> None:
+    def hidden_checks(group: list[tuple[int, int]], names: tuple[dict, dict]) -> None:
         """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
         after the other, each input asked for only as its check starts: no process of the main run
-        ever holds a hidden input, and the forks cost one per test cell, not one per probe. A fork that
-        dies ends the check it was in (the parent says how); the rest run in a new fork."""
+        ever holds a hidden input, and the forks cost one per test cell, not one per probe. The fork
+        first binds the notebook's names as they were where the test cell stood (``names``: the
+        namespace and the graded names then), so a global that a later cell rebinds is what the
+        student's code saw when that test ran. A fork that dies ends the check it was in (the parent
+        says how); the rest run in a new fork."""
         while group:
             def each() -> None:
                 events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
+                for now, then in zip((shell.user_ns, captured), names):
+                    now.clear()
+                    now.update(then)
                 for step, index in group:
                     events.emit(step=step, start=True)
                     check(index)
@@ -282,29 +316,27 @@ def main(argv: list[str]) -> int:
             # exit status 0 with no result: the check ran and returned nothing, which grading says
             events.emit(step=step, ok=status == 0, **({"exit": status} if status else {}))
 
+    # test cell -> its hidden probes (step, index), and the names bound where it stood
+    deferred: dict[str, tuple[list[tuple[int, int]], tuple[dict, dict]]] = {}
+
     def replay_after(position: int) -> None:
-        """The probes whose test cell stood right after plan step ``position``."""
-        group: list[tuple[int, int]] = []  # the hidden probes of one test cell, consecutive
+        """The visible probes whose test cell stood right after plan step ``position``; its hidden
+        ones wait for the seal."""
         for offset, index in enumerate(plan.replay):
             if min(after.get(index, last), last) != position:
                 continue
             step = len(plan.cells) + offset
-            hidden = calls[index].get("segment") == "hidden"
-            if group and not (hidden and calls[index]["cell"] == calls[group[0][1]]["cell"] and
-                              step not in skip):
-                hidden_checks(group)
-                group = []
             if step in skip:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
-            elif hidden:
-                group.append((step, index))
+            elif calls[index].get("segment") == "hidden":
+                where = (dict(shell.user_ns), dict(captured))  # the names as this test cell saw them
+                deferred.setdefault(calls[index]["cell"], ([], where))[0].append((step, index))
             else:
                 events.emit(step=step, start=True)
                 check(index)
                 if os.getpid() != main_pid:
                     os._exit(0)
                 events.emit(step=step, ok=True)
-        hidden_checks(group)
 
     if not recorder:
         replay_after(-1)  # probes of a test cell that stood before every cell of the plan
@@ -315,6 +347,10 @@ def main(argv: list[str]) -> int:
             run_cell(cell, step)
         if not recorder:
             replay_after(step)
+    if deferred:
+        inputs.seal()
+        for group, names in deferred.values():
+            hidden_checks(group, names)
     sys.stdout.flush()
     if recorder:
         merge(recorder, hidden_parts)
