@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # The CPU build that CI uses; on a GPU machine an already installed torch is kept.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup build lint test test-fast clean
+.PHONY: setup build lint test test-fast docs clean
 
 setup: $(VENV)/.installed
 	@scripts/setup_system.sh
@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[dev,instructor]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,instructor,docs]"
 	touch $@
 
 # Seconds one notebook cell may run in `course build` and `course slides`; on a slow machine,
@@ -40,9 +40,14 @@ lint: setup
 test: lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
-# The loop while editing: everything but the notebook, browser and slow tests (about two minutes on 2 cores).
+# The loop while editing: everything but the tests marked notebook, browser or slow.
 test-fast: lint
 	$(BIN)/python -m pytest -n 2 -m "not notebook and not browser and not slow"
+
+# The guides as an offline site (Sphinx with MyST, docs/conf.py): build/docs/index.html, with search.
+# Any warning (a broken cross-reference, a missing image) fails the build; --keep-going lists them all.
+docs: $(VENV)/.installed
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs build/docs
 
 clean:
 	rm -rf $(VENV) build runs gradebook.db

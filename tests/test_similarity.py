@@ -431,8 +431,8 @@ def test_untouched_stubs_never_match(pairs):
 
 
 def test_the_fixtures_scores(pairs):
-    """The scores the README quotes: bob's copy is ada's answer in canonical form; the independent
-    solutions stay far below the threshold."""
+    """The scores docs/grading-and-security.md states: bob's copy is ada's answer in canonical form;
+    the independent solutions stay far below the threshold."""
     assert pairs[frozenset(("ada", "bob"))].score == 1.0
     assert (
         max(pairs[frozenset((a, b))].score for i, a in enumerate(INDEPENDENT) for b in INDEPENDENT[i + 1 :])
