@@ -164,6 +164,17 @@ def _reach(module: str, attributes: list[str]) -> str | None:
     return None
 
 
+def _is_allowed_module(package: str, name: str) -> bool:
+    """Whether ``from package import name`` takes a module of the allowlist (``from torch import nn``),
+    not a function or a class: only listed modules are imported to tell."""
+    if allowed_module(package) is None or allowed_module(f"{package}.{name}") is None:
+        return False
+    try:
+        return isinstance(getattr(importlib.import_module(package), name, None), types.ModuleType)
+    except ImportError:
+        return False
+
+
 def _chain(node: ast.Attribute) -> tuple[str | None, list[str]]:
     """``a.b.c`` as ("a", ["b", "c"]); (None, …) when it does not start at a name."""
     attributes = []
@@ -197,7 +208,7 @@ def findings(source: str, modules: dict[str, str] | None = None, tree: ast.Modul
                     aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
             for alias in node.names:
-                if allowed_module(f"{node.module}.{alias.name}"):
+                if _is_allowed_module(node.module, alias.name):
                     aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     chained = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     inner = {id(node.value) for node in ast.walk(tree)  # torch.nn in torch.nn.Linear: a chain is judged whole

@@ -59,4 +59,4 @@ def test_the_students_guide_prints_the_allowlist_as_it_is():
     from course_lib.allowlist import guide_table
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "allowlist.md").read_text(encoding="utf-8")
-    assert page.rstrip().endswith(guide_table()), "docs/allowlist.md: paste course_lib.allowlist.guide_table()"
+    assert page.rstrip().endswith(guide_table()), "docs/allowlist.md must end with guide_table()"
