@@ -20,7 +20,7 @@ def attention_flops(T: int, d_model: int) -> int:
     """FLOPs of one self-attention sublayer over T tokens: the four (T, d)·(d, d) projections
     (8·T·d²) plus the scores QKᵀ and the weighted sum AV (2·T²·d each). Heads split d_model
     among them and do not change the count."""
-    return 8 * T * d_model**2 + attention_pair_flops(T, d_model, causal=False)
+    return 8 * T * d_model**2 + 4 * T**2 * d_model  # written out: 03 forbids attention_pair_flops
 
 
 def attention_pair_flops(T: int, d_model: int, causal: bool = True) -> int:
