@@ -2,9 +2,13 @@
 gpu section of ``benchmarks/transformer.py``.
 
 The count follows PaLM's appendix B (Chowdhery et al. 2022): 6·N FLOPs per token for the weight
-products, plus the attention score and value products.
+products, plus the attention score and value products, which PaLM counts over all T² pairs; here a
+decoder's self-attention counts only the T·(T + 1)/2 pairs its causal mask keeps
+(``course_lib.cost.attention_pair_flops``, the count notebooks 03 and 07 teach).
 """
 from __future__ import annotations
+
+from course_lib.cost import attention_pair_flops
 
 
 def matmul_params(cfg) -> tuple[int, int]:
@@ -20,8 +24,9 @@ def training_flops(cfg, src_lengths, tgt_lengths) -> float:
     """Model FLOPs of one training step on a batch, as in PaLM's appendix B.
 
     6·N per token for the weight products (2 forward, 4 backward) with N the weights that token
-    meets (``matmul_params``), plus 12·d·T_k per token and layer for the attention scores and
-    the weighted sum of the values over T_k keys. Padding is not counted (it is not useful work).
+    meets (``matmul_params``), plus three times the forward FLOPs of the attention scores and the
+    weighted sums: the encoder's s² pairs, the decoder's causal t·(t + 1)/2 and its cross-attention's
+    t·s, 4·d each. Padding is not counted (it is not useful work).
     """
     n_enc, n_dec = matmul_params(cfg)
     d = cfg.d_model
@@ -29,7 +34,9 @@ def training_flops(cfg, src_lengths, tgt_lengths) -> float:
     for s, t in zip(src_lengths, tgt_lengths):
         s, t = int(s), int(t)
         flops += 6 * (n_enc * s + n_dec * t)
-        flops += 12 * d * (cfg.n_encoder_layers * s * s + cfg.n_decoder_layers * (t * t + t * s))
+        pair_flops = (cfg.n_encoder_layers * attention_pair_flops(s, d, causal=False)
+                      + cfg.n_decoder_layers * (attention_pair_flops(t, d) + 2 * 2 * d * t * s))  # cross: t·s
+        flops += 3 * pair_flops
     return flops
 
 

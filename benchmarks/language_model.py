@@ -11,8 +11,9 @@ Sections of ``benchmarks/results/07_language_model.json``:
 
 * ``notebook``: ``solutions/07_language_model`` executed top to bottom in a profile
   (``_notebook_run``): wall minutes, validation loss (nats/char on the held-out plays), training
-  minutes and tokens/s, the target (laptop: ≤ 1.70 in a notebook under 5 minutes on 2 idle cores);
-  the count-based unigram/bigram/trigram baselines on the same validation plays, the loss inside
+  minutes and tokens/s, the target (laptop: ≤ 1.55 and ≥ 0.15 below the Kneser–Ney line, in a
+  notebook under 10 minutes on 2 idle cores); the count-based unigram/bigram/trigram and
+  interpolated Kneser–Ney (each order's loss) baselines on the same validation plays, the loss inside
   and beyond the trained context, and the positions/score ablation with every seed's final loss
   (``ablation_below_bigram``: every variant's worst seed under the bigram line), the overfitting
   experiment (``dropout``: training and validation loss of each seed without and with dropout on a
@@ -40,11 +41,12 @@ from benchmarks._notebook_run import RESULTS, add_notebook_arguments, machine, r
 ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "07_language_model"
-TARGET = 1.70  # nats per character, laptop profile
+TARGET = 1.55  # nats per character, laptop profile
+KN_MARGIN = 0.15  # ... and this far below the best interpolated Kneser–Ney n-gram
 GPU_TARGET, GPU_TRAIN_MINUTES = 1.45, 3.0  # nats per character within these training minutes on one H100
 # generation with the cache against recomputation, one training window (127 new tokens), laptop
 KV_CACHE_SPEEDUP = 2.0  # the fastest of the notebook's alternating rounds, each way, on one thread
-BUDGET_MINUTES = 5.0  # a whole laptop notebook on 2 idle CPU cores
+BUDGET_MINUTES = 10.0  # a whole laptop notebook on 2 idle CPU cores (every other notebook: 5)
 
 
 def _contender(label, cfg, train, train_ids, seed=0):
@@ -162,8 +164,9 @@ def main(argv=None) -> int:
         report["notebook"]["ablation_below_bigram"] = bool(baselines) and all(
             max(losses) < baselines["bigram"] for losses in ablation.get("valid_loss", {}).values()
         )
+        kneser_ney = min((baselines.get("kneser_ney") or {}).get("by_order", {"-": 0.0}).values())
         report["notebook"]["met"] = bool(
-            results.get("valid_loss", 99) <= TARGET and minutes <= BUDGET_MINUTES
+            results.get("valid_loss", 99) <= min(TARGET, kneser_ney - KN_MARGIN) and minutes <= BUDGET_MINUTES
         )
         budget = budget or 60 * results.get("train_minutes", 4.0)
         print(f"notebook {args.profile}: {minutes:.2f} min, validation loss {results.get('valid_loss')}")

@@ -20,7 +20,22 @@ def attention_flops(T: int, d_model: int) -> int:
     """FLOPs of one self-attention sublayer over T tokens: the four (T, d)·(d, d) projections
     (8·T·d²) plus the scores QKᵀ and the weighted sum AV (2·T²·d each). Heads split d_model
     among them and do not change the count."""
-    return 8 * T * d_model**2 + 4 * T**2 * d_model
+    return 8 * T * d_model**2 + 4 * T**2 * d_model  # written out: 03 forbids attention_pair_flops
+
+
+def attention_pair_flops(T: int, d_model: int, causal: bool = True) -> int:
+    """FLOPs of the scores QKᵀ and the weighted sum AV of one self-attention over T tokens, forward
+    pass: 2·d for a score and 2·d for its row of AV, per (query, key) pair computed. A causal kernel
+    computes the T·(T + 1)/2 pairs j <= i (on average (T + 1)/2 keys per query): 2·T·(T + 1)·d;
+    without the mask, all T² pairs: 4·T²·d. A training step costs three times the forward count."""
+    pairs = T * (T + 1) // 2 if causal else T * T
+    return pairs * 2 * (2 * d_model)
+
+
+def causal_attention_flops(T: int, d_model: int) -> int:
+    """FLOPs of one self-attention sublayer over T tokens that computes only the pairs the causal mask
+    keeps: the four projections (8·T·d²) and ``attention_pair_flops`` (notebook 03's question 2)."""
+    return 8 * T * d_model**2 + attention_pair_flops(T, d_model, causal=True)
 
 
 def ffn_flops(T: int, d_model: int, d_ff: int) -> int:
@@ -74,4 +89,5 @@ def median_ms(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> fl
     return 1000 * statistics.median(times)
 
 
-__all__ = ["attention_flops", "block_param_counts", "ffn_flops", "median_ms", "saved_megabytes"]
+__all__ = ["attention_flops", "attention_pair_flops", "block_param_counts", "causal_attention_flops",
+           "ffn_flops", "median_ms", "saved_megabytes"]

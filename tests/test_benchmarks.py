@@ -175,7 +175,8 @@ def test_training_flops():
     assert n_enc == 2 * (4 * 16 * 16 + 2 * 16 * 24)
     assert n_dec == 2 * (8 * 16 * 16 + 2 * 16 * 24) + 17 * 16
     s, t = 5, 4
-    want = 6 * (n_enc * s + n_dec * t) + 12 * 16 * (2 * s * s + 2 * (t * t + t * s))
+    # the decoder's self-attention: the t·(t + 1)/2 = 10 pairs its causal mask keeps, not t² = 16
+    want = 6 * (n_enc * s + n_dec * t) + 12 * 16 * (2 * s * s + 2 * (t * (t + 1) // 2 + t * s))
     assert training_flops(cfg, [s, s], [t, t]) == 2 * want
     assert peak_flops("NVIDIA H100 80GB HBM3") == 989e12
     assert peak_flops("NVIDIA H100 PCIe") == 756e12

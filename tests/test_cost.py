@@ -7,7 +7,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
-from course_lib.cost import attention_flops, block_param_counts, ffn_flops, median_ms, saved_megabytes
+from course_lib.cost import (attention_flops, attention_pair_flops, block_param_counts,
+                             causal_attention_flops, ffn_flops, median_ms, saved_megabytes)
 
 
 @pytest.mark.parametrize("T, d_model, n_heads", [(10, 16, 4), (7, 24, 3)])
@@ -17,6 +18,21 @@ def test_attention_flops_match_torchs_flop_counter(T, d_model, n_heads):
     with FlopCounterMode(display=False) as counter:
         mha(x, x, x, need_weights=True)  # the explicit path: every matmul is visible to the counter
     assert attention_flops(T, d_model) == counter.get_total_flops()
+
+
+def test_causal_attention_flops_by_hand_and_by_torch():
+    # T = 3, d = 2: the mask keeps 1 + 2 + 3 = 6 pairs; each costs a score (2 multiply-adds: 4 FLOPs) and
+    # row of AV (4 FLOPs): 48; the projections 4 · 2·3·2·2 = 96. Without the mask, 9 pairs: 72.
+    assert attention_pair_flops(3, 2) == 48 and attention_pair_flops(3, 2, causal=False) == 72
+    assert causal_attention_flops(3, 2) == 96 + 48 and attention_flops(3, 2) == 96 + 72
+    assert attention_pair_flops(1, 5) == 20                                # one token: it sees itself
+    T, d, h = 9, 12, 3                                                     # one query at a time, keys j <= i
+    q, k, v = (torch.randn(1, h, T, d // h) for _ in range(3))
+    with FlopCounterMode(display=False) as counter:
+        for i in range(T):
+            (q[:, :, i:i + 1] @ k[:, :, :i + 1].transpose(-2, -1)).softmax(-1) @ v[:, :, :i + 1]
+    assert attention_pair_flops(T, d) == counter.get_total_flops()
+    assert attention_pair_flops(T, d) / T == 2 * d * (T + 1)               # (T + 1)/2 keys a token
 
 
 def test_ffn_flops_match_torchs_flop_counter():

@@ -154,6 +154,8 @@ _BLOCK_BUGS = [
     Bug("GPTBlock", "no residual around the FFN", variant(_BLOCK, "return x + self.ffn(", "return self.ffn(")),
     Bug("GPTBlock", "cache not passed to attention",
         variant(_BLOCK, "self.attn(self.attn_norm(x), cache)", "self.attn(self.attn_norm(x))")),
+    Bug("GPTBlock", "one RMSNorm shared by both sublayers (same names, one weight: equal at initialisation)",
+        variant(_BLOCK, "self.ffn_norm = RMSNorm(d_model)", "self.ffn_norm = self.attn_norm")),
 ]
 
 # ----------------------------------------------------------------------------------------------- GPT
@@ -481,6 +483,13 @@ _BPE_ENCODE_BUGS = [
         variant(_BPE_ENCODE, "for i, pair in enumerate(merges):", "for i, pair in reversed(list(enumerate(merges))):")),
     Bug("bpe_encode", "encodes code points (ord of each character), not UTF-8 bytes",
         variant(_BPE_ENCODE, 'ids = list(text.encode("utf-8"))', "ids = [ord(c) for c in text]")),
+    Bug("bpe_encode", "merged ids mapped to their bytes and back through a bytes -> id table (two tokens may share bytes)",
+        variant(_BPE_ENCODE, "    return ids\n", '''    pieces = [bytes([b]) for b in range(256)]
+    for left, right in merges:
+        pieces.append(pieces[left] + pieces[right])
+    id_of = {piece: t for t, piece in enumerate(pieces)}
+    return [id_of[pieces[t]] for t in ids]
+''')),
     Bug("bpe_encode", "overlapping occurrences all merged ('aaa' becomes [X, X])",
         variant(_BPE_ENCODE, '''                merged.append(256 + i)
                 j += 2''', '''                merged.append(256 + i)
@@ -503,6 +512,8 @@ _BPE_DECODE_BUGS = [
         variant(_BPE_DECODE, '.decode("utf-8", errors="replace")', '.decode("utf-8")')),
     Bug("bpe_decode", "Latin-1 instead of UTF-8",
         variant(_BPE_DECODE, '.decode("utf-8", errors="replace")', '.decode("latin-1")')),
+    Bug("bpe_decode", "read as 'utf-8-sig': a leading byte-order mark dropped",
+        variant(_BPE_DECODE, '.decode("utf-8", errors="replace")', '.decode("utf-8-sig", errors="replace")')),
     Bug("bpe_decode", "invalid bytes dropped (errors='ignore')",
         variant(_BPE_DECODE, 'errors="replace"', 'errors="ignore"')),
     Bug("bpe_decode", "a merge's halves joined in the wrong order",
