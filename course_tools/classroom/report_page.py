@@ -31,6 +31,11 @@ def _number(value: float | int | None, digits: int = 3) -> str:
     return "" if value is None else f"{value:.{digits}g}" if isinstance(value, float) else str(value)
 
 
+def _label(text: str) -> str:
+    """``text`` on a chart: one safe line, a ``$`` shown as itself rather than starting mathtext."""
+    return safe_text(text, one_line=True).replace("$", r"\$")
+
+
 def _png(figure) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
@@ -49,7 +54,7 @@ def score_histogram(row: AssignmentRow) -> str:
         axes.axvline(row.mean, color="black", linestyle="--", label="mean")
         axes.legend(loc="upper left", frameon=False)
     axes.set(xlabel=f"score (of {row.max_score:g})", ylabel="students",
-             title=f"{safe_text(row.assignment, one_line=True)}: scores")
+             title=f"{_label(row.assignment)}: scores")
     axes.spines[["top", "right"]].set_visible(False)
     return _png(figure)
 
@@ -58,7 +63,7 @@ def exercise_chart(rows: list[ExerciseRow]) -> str:
     """Left: each exercise's submissions split by outcome (shares); right: its discrimination."""
     from matplotlib.figure import Figure
 
-    names = [safe_text(r.grade_id, one_line=True) for r in rows]
+    names = [_label(r.grade_id) for r in rows]
     figure = Figure(figsize=(9, 0.45 * len(rows) + 1.4))
     outcomes, discrimination = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [3, 1]})
     left = [0.0] * len(rows)
@@ -90,7 +95,7 @@ def points_histograms(rows: list[ExerciseRow]) -> str:
     for axes, row in zip(grid.flat, rows):
         axes.hist(row.scores, bins=max(2, min(10, int(row.points * 2) + 1)), range=(0, row.points or 1),
                   color="#5b7dbd", edgecolor="white")
-        axes.set_title(safe_text(row.grade_id, one_line=True)[:30], fontsize=9)
+        axes.set_title(_label(row.grade_id[:30]), fontsize=9)
         axes.tick_params(labelsize=7)
         axes.spines[["top", "right"]].set_visible(False)
     for axes in list(grid.flat)[len(rows):]:

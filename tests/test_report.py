@@ -1,0 +1,221 @@
+"""``course report``: its counting on synthetic records with known outcomes (tests/report_class.py),
+the page and CSV files it writes, their privacy and escaping, and the page in a real browser.
+
+The catalogue class that ``course autograde`` really grades is reported in tests/test_autograde.py
+(``test_the_report_counts_the_graded_catalogue``), on the batch the suite grades anyway.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import stat
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from course_tools.classroom import report
+from course_tools.classroom.report import FAILED_HIDDEN, FAILED_VISIBLE, HELD, PASSED
+from course_tools.cli import main
+from course_tools.course import assignments
+from course_tools.grading.records import FAILED, REVIEW
+
+from .browser import SCREENSHOTS, chromium, console_errors, remote_requests
+from .report_class import (ASSIGNMENT, FINDING, FORBIDS, HIDDEN_MESSAGE, POINTS, PROFILES, STUDENT_TEXT,
+                           make_class, profile_of, record, student_id)
+
+CLASS_SIZE = 3 * len(PROFILES)  # each profile three times
+
+
+class PageCounts(HTMLParser):
+    """Every ``data-count`` cell of the page: (table class, exercise or "", count name) -> its text."""
+
+    def __init__(self, page: str):
+        super().__init__()
+        self.counts: dict[tuple[str, str, str], str] = {}
+        self.table = self.exercise = ""
+        self.open: tuple[str, str, str] | None = None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table":
+            self.table = attrs.get("class", "")
+        elif tag == "tr":
+            self.exercise = attrs.get("data-exercise", "")
+        elif tag == "td" and "data-count" in attrs:
+            self.open = (self.table, self.exercise, attrs["data-count"])
+
+    def handle_data(self, data):
+        if self.open:
+            self.counts[self.open] = self.counts.get(self.open, "") + data
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.open = None
+
+
+def expected_exercises(students: int) -> dict[str, dict[str, int]]:
+    """Per test cell, each count the report must give, from the profiles alone."""
+    found: dict[str, Counter] = {g: Counter() for g in POINTS}
+    for index in range(students):
+        profile = profile_of(index)
+        if profile.status == FAILED:
+            continue
+        for grade_id, counts in found.items():
+            counts["submissions"] += 1
+            message = profile.failed.get(grade_id)
+            outcome = HELD if grade_id in profile.held else PASSED if message is None else \
+                FAILED_HIDDEN if message.startswith("hidden") else FAILED_VISIBLE
+            counts[outcome] += 1
+            counts["saved_by_cascade"] += grade_id in profile.cascade
+            counts["lost_through_cascade"] += profile.name == "lost" and grade_id == "test_b"
+    return {g: {k: c[k] for k in ("submissions", PASSED, FAILED_HIDDEN, FAILED_VISIBLE, HELD,
+                                  "saved_by_cascade", "lost_through_cascade")} for g, c in found.items()}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory) -> Path:
+    root = make_class(tmp_path_factory.mktemp("report") / "course", CLASS_SIZE)
+    status = report.report_command(root, assignments(root), root / "build" / "report",
+                                   stdout=open(os.devnull, "w"))
+    assert status == 1  # reviews pending, and submissions that failed to grade
+    return root
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_the_graders_words_never_carry_the_students():
+    assert report.grader_words(HIDDEN_MESSAGE) == HIDDEN_MESSAGE
+    visible = report.grader_words(record(2).checks[1].message)
+    assert visible == "check 1 of 2 (b): return value: values differ: max abs error # at index (#,)"
+    assert report.grader_words("check 1 of 1 (f): return value: expected 'x', got '=cmd|'") == \
+        "check 1 of 1 (f): return value: expected 'x'"
+    assert report.reason_kind(f"{FINDING}: a way around the grader", set(POINTS)) == \
+        "imports subprocess: a way around the grader"
+    assert report.reason_kind(f"test_c: {FORBIDS}", set(POINTS)) == FORBIDS
+
+
+def test_discrimination_on_known_values():
+    assert report.correlation([0, 0, 1, 1], [1, 2, 3, 4]) == pytest.approx(0.8944, abs=1e-4)
+    assert report.correlation([1, 1, 1], [1, 2, 3]) is None  # everyone passed: it separates nobody
+    # 10 submissions: the upper and lower 27 % are 3 each; the cell is passed by the top 3 and one other
+    assert report.upper_lower([0, 0, 0, 1, 0, 0, 0, 1, 1, 1], list(range(10))) == pytest.approx(1.0)
+    assert report.upper_lower([1, 0, 1, 0, 1, 0], [5] * 6) is None
+
+
+def test_each_cell_gets_the_outcome_of_its_profile():
+    for index, profile in enumerate(PROFILES):
+        result = record(index)
+        cells = {c.grade_id: c for c in report.cell_outcomes(result, result.probes, {})}
+        expected = expected_exercises(index + 1)
+        before = expected_exercises(index)
+        for grade_id, cell in cells.items():
+            changed = [k for k in expected[grade_id] if expected[grade_id][k] != before[grade_id][k]]
+            assert cell.outcome in changed, (profile.name, grade_id, cell)
+            assert cell.saved_by_cascade == ("saved_by_cascade" in changed), (profile.name, grade_id)
+            assert cell.lost_through_cascade == ("lost_through_cascade" in changed), (profile.name, grade_id)
+    manual = report.cell_outcomes(record(0), record(0).probes, {"test_b": 0.5})
+    assert [c.score for c in manual] == [1.0, 0.5, 1.0]  # a grader's score wins
+
+
+def test_every_count_of_a_synthetic_class_on_the_page_and_in_the_csv(synthetic):
+    out = synthetic / "build" / "report"
+    expected = expected_exercises(CLASS_SIZE)
+    rows = {r["exercise"]: r for r in _csv(out / "exercises.csv")}
+    counts = PageCounts((out / "index.html").read_text(encoding="utf-8")).counts
+    names = {PASSED: "passed", FAILED_HIDDEN: "failed_hidden_only", FAILED_VISIBLE: "failed_visible",
+             HELD: "held"}
+    for grade_id, want in expected.items():
+        for key, value in want.items():
+            column = names.get(key, key)
+            assert rows[grade_id][column] == str(value), (grade_id, column)
+            assert counts[("exercises", grade_id, column)] == str(value), (grade_id, column)
+    assert counts[("hidden-only", "test_a", "failed_hidden_only")] == str(expected["test_a"][FAILED_HIDDEN])
+    per_profile = Counter(profile_of(i).name for i in range(CLASS_SIZE))
+    (assignment,) = _csv(out / "assignments.csv")
+    want = {"students": CLASS_SIZE + 1, "submitted": CLASS_SIZE, "not_submitted": 1,
+            "pending_review": sum(n for name, n in per_profile.items()
+                                  if profile_named(name).status == REVIEW),
+            "failed_to_grade": per_profile["unreadable"], "late": per_profile["late"],
+            "graded": CLASS_SIZE - sum(n for name, n in per_profile.items()
+                                       if profile_named(name).status in (REVIEW, FAILED))}
+    for key, value in want.items():
+        assert assignment[key] == str(value), key
+        assert counts[("assignment", "", key)] == str(value), key
+    assert assignment["penalty_points"] == "1.2"  # 10 % of 4 points, three times
+    assert assignment["flagged_pairs"] == "" and counts[("assignment", "", "flagged_pairs")] == "not run"
+    assert counts[("held-back", "", "held_back")] == str(per_profile["tamper"])
+
+
+def profile_named(name: str):
+    return next(p for p in PROFILES if p.name == name)
+
+
+def test_the_page_holds_no_students_text_and_escapes_the_rest(tmp_path):
+    root = make_class(tmp_path / "course", len(PROFILES))
+    hostile = "test_<script>alert(1)</script>$x^$\ud800"
+    result = record(1)
+    result.checks[0].grade_id = hostile
+    from course_tools.grading.records import write_record
+
+    write_record(root / "autograded" / result.student / ASSIGNMENT, result)
+    out = tmp_path / "report"
+    report.report_command(root, assignments(root), out, stdout=open(os.devnull, "w"))
+    page = (out / "index.html").read_text(encoding="utf-8")
+    written = page + (out / "exercises.csv").read_text(encoding="utf-8")
+    assert STUDENT_TEXT not in written and "\ud800" not in written
+    assert "<script>" not in page  # the CSV is text, not HTML: a spreadsheet shows it as it is
+    assert "test_&lt;script&gt;alert(1)&lt;/script&gt;$x^$\ufffd" in page
+    assert student_id(1) not in page  # ids only where a person must look (the allow-list table)
+    assert student_id(5) in page
+
+
+def test_course_report_writes_a_private_page(tmp_path, monkeypatch, capsys):
+    root = make_class(tmp_path / "course", len(PROFILES))
+    monkeypatch.chdir(root)
+    assert main(["report", ASSIGNMENT]) == 1
+    out = capsys.readouterr().out
+    assert f"{ASSIGNMENT}: 6 scored of 10 submitted" in out and "report: build/report/index.html" in out
+    for name in ("index.html", "exercises.csv", "assignments.csv"):
+        mode = stat.S_IMODE(os.stat(root / "build" / "report" / name).st_mode)
+        assert not mode & 0o077, f"{name}: mode {mode:o}"
+    assert not stat.S_IMODE(os.stat(root / "build").st_mode) & 0o044  # build/ cannot be listed by others
+
+
+def test_similarity_flags_are_read_from_its_last_report(tmp_path):
+    from course_tools.classroom.similarity import Pair, flagged_pairs, report_folder, write_report
+
+    root = make_class(tmp_path / "course", 4)
+    (assignment,) = assignments(root)
+    folder = report_folder(root, ASSIGNMENT)
+    assert flagged_pairs(folder) is None
+    pairs = [Pair("s0000", "s0001", 0.9, 0.9, 80), Pair("s0001", "s0002", 0.8, 0.7, 60),
+             Pair("s0002", "s0003", 0.1, 0.1, 3)]
+    write_report(folder, assignment, {f"s{i:04d}": {} for i in range(4)}, pairs, 0.5, [])
+    assert flagged_pairs(folder) == [("s0000", "s0001"), ("s0001", "s0002")]
+    row = report.build(root, [assignment]).assignments[0]
+    assert (row.flagged_pairs, row.flagged_students) == (2, 3)
+
+
+@pytest.mark.browser
+@pytest.mark.xdist_group("browser")
+def test_the_report_in_chromium(synthetic):
+    """The page opens offline in headless Chromium, every chart drawn; a screenshot stays for a person."""
+    page = synthetic / "build" / "report" / "index.html"
+    shots = SCREENSHOTS / "report"
+    shots.mkdir(parents=True, exist_ok=True)
+    with chromium(1280, 1000) as driver:
+        driver.get(page.as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.className, i.complete && i.naturalWidth > 0])")
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1280, min(height + 400, 8000))
+        driver.save_screenshot(str(shots / "report.png"))
+        assert not console_errors(driver) and not remote_requests(driver)
+    assert sorted(images) == [["exercises", True], ["histograms", True], ["scores", True]], images
+    assert (shots / "report.png").stat().st_size > 10_000
