@@ -24,6 +24,7 @@ from course_tools.grading.records import FAILED, REVIEW
 from .browser import SCREENSHOTS, chromium, console_errors, remote_requests
 from .report_class import (ASSIGNMENT, FINDING, FORBIDS, HIDDEN_MESSAGE, POINTS, PROFILES, STUDENT_TEXT,
                            make_class, profile_of, record, student_id)
+from .test_autograde import batch, batch_test  # noqa: F401 (a fixture)
 
 CLASS_SIZE = 3 * len(PROFILES)  # each profile three times
 
@@ -219,3 +220,99 @@ def test_the_report_in_chromium(synthetic):
         assert not console_errors(driver) and not remote_requests(driver)
     assert sorted(images) == [["exercises", True], ["histograms", True], ["scores", True]], images
     assert (shots / "report.png").stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------ the catalogue class, as graded ----
+
+def _catalogue_course(batch, where: Path) -> tuple[Path, dict[str, str]]:
+    """What the report reads of the graded catalogue (records, gradebook, source), copied so that its late
+    policy, due date, two late submissions and two flagged pairs change nothing the other tests read."""
+    import datetime as dt
+    import shutil
+
+    from course_tools.classroom.similarity import Pair, report_folder, write_report
+    from course_tools.grading import gradebook
+
+    from .submissions.toy import ASSIGNMENT as TOY
+    from .test_autograde import CATALOGUE, canary_student, fixture_student
+
+    number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
+    root = where / "course"
+    root.mkdir()
+    for name in ("nbgrader_config.py", "gradebook.db"):
+        shutil.copy(batch.root / name, root / name)
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write('\nc.LatePolicy.penalty_method = "per_day"\nc.LatePolicy.percent = 10\n')
+    shutil.copytree(batch.root / "solutions", root / "solutions")
+    shutil.copytree(batch.root / "autograded", root / "autograded", ignore=shutil.ignore_patterns("*.ipynb"))
+    with gradebook.opened(gradebook.db_url(root)) as book:
+        # due after every submission's time, but the two set later here
+        book.update_or_create_assignment(TOY, duedate=dt.datetime(2026, 11, 22, 13, 0))
+        for student, day in ((number["honest"], 23), (number["blank"], 25)):
+            book.find_submission(TOY, student).timestamp = dt.datetime(2026, 11, day, 12, 0)
+        book.db.commit()
+    (assignment,) = assignments(root, [TOY])
+    flagged = [(number["honest"], canary_student(0, CATALOGUE[0])), (number["blank"], number["hardcoded"])]
+    folder = report_folder(root, TOY)
+    write_report(folder, assignment, {s: {} for pair in flagged for s in pair},
+                 [Pair(a, b, 0.9, 0.9, 99) for a, b in flagged], 0.5, [])
+    return root, number
+
+
+@batch_test
+def test_the_report_counts_the_graded_catalogue(batch, tmp_path):
+    """The toy catalogue that ``course autograde`` graded (tests/test_autograde.py's batch: honest, blank,
+    catalogued bugs, hostile), two of its submissions made late and two pairs flagged: every count on the
+    page and in the CSV files is what the catalogue's expected outcomes say."""
+    from .submissions.catalogue import FAILED as CATALOGUE_FAILED
+    from .submissions.catalogue import GRADED as CATALOGUE_GRADED
+    from .submissions.catalogue import REVIEW as CATALOGUE_REVIEW
+    from .test_autograde import ABSENT, CATALOGUE
+
+    root, number = _catalogue_course(batch, tmp_path)
+    out = root / "build" / "report"
+    assert report.report_command(root, assignments(root), out, stdout=open(os.devnull, "w")) == 1
+    expected = {name: f.expected for name, f in ((f.name, f) for f in CATALOGUE)}
+    statuses = Counter(e.status for e in expected.values())
+    (row,) = _csv(out / "assignments.csv")
+    want = {"students": len(batch.results) + 1, "submitted": len(batch.results), "not_submitted": 1,
+            "pending_review": statuses[CATALOGUE_REVIEW], "failed_to_grade": statuses[CATALOGUE_FAILED],
+            "graded": len(batch.results) - statuses[CATALOGUE_REVIEW] - statuses[CATALOGUE_FAILED],
+            "late": 2, "penalty_points": "0.9", "flagged_pairs": 2, "flagged_students": 4}
+    counts = PageCounts((out / "index.html").read_text(encoding="utf-8")).counts
+    for key, value in want.items():
+        assert row[key] == str(value), key
+        if key != "flagged_students":
+            assert counts[("assignment", "", key)].split(" ")[0] == str(value), key
+    assert statuses[CATALOGUE_GRADED] + len(CATALOGUE) + 1 == int(row["graded"])  # the canaries and REVIEWED
+    assert ABSENT not in (out / "index.html").read_text(encoding="utf-8")
+    # per test cell: from the catalogue's expected verdicts; hidden or visible from the grader's message
+    graded = [r for r in batch.results.values() if r.checks]
+    rows = {r["exercise"]: r for r in _csv(out / "exercises.csv")}
+    for grade_id in {c.grade_id for r in graded for c in r.checks}:
+        verdicts = [next(c for c in r.checks if c.grade_id == grade_id) for r in graded]
+        failed = [v for v in verdicts if v.status == "failed"]
+        hidden = sum(v.message.startswith("hidden check") for v in failed)
+        fixture_verdicts = [
+            "failed" if grade_id in e.failed else "review" if grade_id in e.review else "passed"
+            for e in expected.values() if e.status != CATALOGUE_FAILED]
+        canaries = len(graded) - len(fixture_verdicts)
+        want = {"submissions": len(graded), "passed": fixture_verdicts.count("passed") + canaries,
+                "held": fixture_verdicts.count("review"), "failed_hidden_only": hidden,
+                "failed_visible": fixture_verdicts.count("failed") - hidden}
+        for key, value in want.items():
+            assert rows[grade_id][key] == str(value), (grade_id, key)
+            assert counts[("exercises", grade_id, key)] == str(value), (grade_id, key)
+    for name, grade_id in (("hardcoded", "test_double"), ("unstable_softmax", "test_softmax")):
+        # right on the visible inputs, wrong on the hidden ones
+        check = next(c for c in batch.results[number[name]].checks if c.grade_id == grade_id)
+        assert check.message.startswith("hidden check") and int(rows[grade_id]["failed_hidden_only"]) >= 1
+    # the cascade: only rnn_forward builds on another exercise; cpu_in_every_run's was never graded again
+    assert {g: int(r["lost_through_cascade"]) for g, r in rows.items() if int(r["lost_through_cascade"])} == \
+        {"test_rnn_forward": 1}
+    assert {g for g, r in rows.items() if int(r["saved_by_cascade"])} == {"test_rnn_forward"}
+    # honest code held back by the lint: the fixtures at full marks that a finding sent to a person
+    held_back = report.build(root, assignments(root)).held_back
+    assert {s for h in held_back for s in h.students} == {
+        number[n] for n in ("detached_process", "write_gradebook", "events_fifo", "memory_outside")}
+    assert {h.test_cells for h in held_back} == {("test_double",)}
