@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import math
 from pathlib import Path
 
 from course_tools.untrusted import csv_cell, safe_text
@@ -48,8 +49,10 @@ def score_histogram(row: AssignmentRow) -> str:
 
     figure = Figure(figsize=(6, 2.6))
     axes = figure.subplots()
-    bins = max(1, min(20, int(row.max_score) or 1))
-    axes.hist(row.scores, bins=bins, range=(0, row.max_score or 1), color="#5b7dbd", edgecolor="white")
+    top = math.ceil(row.max_score) or 1
+    # a bar per point, centred on it, up to 20 points; 20 bars beyond
+    edges = [i - 0.5 for i in range(top + 2)] if top <= 20 else [top * i / 20 for i in range(21)]
+    axes.hist(row.scores, bins=edges, color="#5b7dbd", edgecolor="white")
     if row.mean is not None:
         axes.axvline(row.mean, color="black", linestyle="--", label="mean")
         axes.legend(loc="upper left", frameon=False)
