@@ -32,6 +32,7 @@ FORBIDS = "passed, but your answer uses what this exercise forbids"
 FINDING = "answer_a line 2: imports subprocess"
 SPENT = ("test_b: not graded again with the exercises they build on corrected: this student's time limit for "
          "all of their runs was spent")
+SPENT_IN_CASCADE = "the grading exceeded this student's 12 s CPU time limit for all of their runs together"
 CASCADE = "cascade run 1 (the exercises it builds on bound to the references)"
 
 
@@ -58,6 +59,8 @@ PROFILES = (
                      "it",)),
     Profile("saved", GRADED, {}, cascade=("test_b",)),
     Profile("lost", REVIEW, {"test_b": VISIBLE_MESSAGE}, reasons=(SPENT,)),
+    Profile("stopped", REVIEW, {"test_b": "check 1 of 2 (b): not run: the notebook stopped before it"},
+            reasons=(SPENT_IN_CASCADE,), cascade=("test_b",)),
     Profile("late", GRADED, {}, late_hours=3),
     Profile("unreadable", FAILED, {}, reasons=("a1.ipynb is not valid JSON",)),
 )

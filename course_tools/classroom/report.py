@@ -45,6 +45,7 @@ KIND_CHARACTERS = 160
 # verdict of their first run because the cascade could not grade them again.
 NOT_GRADED_AGAIN = (" not graded again with the exercises they build on corrected",
                     " could not be graded again with the exercises they build on corrected")
+NOT_RUN = "): not run: "  # a check's message when the grader never got to run it (a crash, the time spent)
 TAMPER = ": a way around the grader"  # how student.check_statically words a finding that holds a submission
 NUMBER = re.compile(r"\d+(\.\d+)?([eE][-+]?\d+)?")
 
@@ -59,7 +60,7 @@ class CellOutcome:
     outcome: str  # one of OUTCOMES
     kind: str  # the grader's words for the failure or the hold ("" when it passed)
     saved_by_cascade: bool  # passed only once the exercises it builds on were corrected
-    lost_through_cascade: bool  # failed, and the cascade could not grade it again
+    lost_through_cascade: bool  # failed, and the cascade could not grade it again or stopped before it
 
 
 @dataclass
@@ -207,9 +208,11 @@ def cell_outcomes(result: Result, probes: list[Probe], manual: dict[str, float])
             outcome = FAILED_HIDDEN if check.message.startswith("hidden check") else FAILED_VISIBLE
             kind = grader_words(check.message)
         cascade_run = any(p.run.startswith("cascade run") for p in mine)
+        # lost through the cascade: never graded again, or graded again by a run that stopped before it
+        lost_to_it = check.grade_id in lost or (cascade_run and NOT_RUN in check.message)
         cells.append(CellOutcome(check.grade_id, check.points, manual.get(check.grade_id, check.score),
                                  outcome, kind, outcome == PASSED and cascade_run,
-                                 outcome != PASSED and check.grade_id in lost))
+                                 outcome in (FAILED_HIDDEN, FAILED_VISIBLE) and lost_to_it))
     return cells
 
 
