@@ -3,7 +3,7 @@
     python -m benchmarks report              # 500 students, 3 rounds
     python -m benchmarks.report_speed --students 500 --rounds 3
 
-The class is tests/report_class.py's (ten profiles of known outcome, cycled; three test cells; late
+The class is tests/report_class.py's (profiles of known outcome, cycled; three test cells; late
 submissions under a per-day policy), written once; each round runs the command's work (the
 records, the probes beside them and the gradebook read, the charts drawn, the page and the CSV
 files written), and the median is reported.

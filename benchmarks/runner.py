@@ -273,7 +273,7 @@ SECTIONS: dict[str, Section] = {
         "copydetect on the raw cells (benchmarks/similarity_class.py; about 3 minutes)"),
     "report": Section(
         report, False, f"course report on a class of {REPORT_SIZE} students' synthetic grading records "
-        "(ten profiles of known outcome): seconds for the whole command, page and CSV files "
+        "(profiles of known outcome, cycled): seconds for the whole command, page and CSV files "
         "included (benchmarks/report_speed.py; about a minute)"),
     "length": Section(
         length, False, "the Transformer on test_long (sentences longer than any in training): "
