@@ -376,8 +376,8 @@ def summary(report: Report) -> list[str]:
 
 
 def report_command(root: Path, selected: list[Assignment], out: Path, stdout: TextIO | None = None) -> int:
-    """Print the summary, write ``out/index.html`` and its CSV files; exit status 1 when a review is
-    pending or a submission failed to grade."""
+    """Print the summary, write ``out/index.html`` and its CSV files; exit status 1 when anything still
+    needs attention, as for ``course grades`` (a review pending, a submission failed or not yet graded)."""
     from .report_page import write
 
     stdout = stdout or sys.stdout
@@ -386,4 +386,5 @@ def report_command(root: Path, selected: list[Assignment], out: Path, stdout: Te
         print(line, file=stdout)
     page = write(report, out)
     print(f"report: {page.relative_to(root) if page.is_relative_to(root) else page}", file=stdout)
-    return 1 if any(a.pending_review or a.failed_to_grade for a in report.assignments) else 0
+    attention = any(a.pending_review or a.failed_to_grade or a.not_graded_yet for a in report.assignments)
+    return 1 if attention else 0
