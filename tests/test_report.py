@@ -139,7 +139,7 @@ def test_every_count_of_a_synthetic_class_on_the_page_and_in_the_csv(synthetic):
     assert counts[("hidden-only", "test_a", "failed_hidden_only")] == str(expected["test_a"][FAILED_HIDDEN])
     per_profile = Counter(profile_of(i).name for i in range(CLASS_SIZE))
     (assignment,) = _csv(out / "assignments.csv")
-    want = {"students": CLASS_SIZE + 1, "submitted": CLASS_SIZE, "not_submitted": 1,
+    want = {"students": CLASS_SIZE + 1, "submissions": CLASS_SIZE, "not_submitted": 1,
             "pending_review": sum(n for name, n in per_profile.items()
                                   if profile_named(name).status == REVIEW),
             "failed_to_grade": per_profile["unreadable"], "late": per_profile["late"],
@@ -276,7 +276,7 @@ def test_the_report_counts_the_graded_catalogue(batch, tmp_path):
     expected = {name: f.expected for name, f in ((f.name, f) for f in CATALOGUE)}
     statuses = Counter(e.status for e in expected.values())
     (row,) = _csv(out / "assignments.csv")
-    want = {"students": len(batch.results) + 1, "submitted": len(batch.results), "not_submitted": 1,
+    want = {"students": len(batch.results) + 1, "submissions": len(batch.results), "not_submitted": 1,
             "pending_review": statuses[CATALOGUE_REVIEW], "failed_to_grade": statuses[CATALOGUE_FAILED],
             "graded": len(batch.results) - statuses[CATALOGUE_REVIEW] - statuses[CATALOGUE_FAILED],
             "late": 2, "penalty_points": "0.9", "flagged_pairs": 2, "flagged_students": 4}

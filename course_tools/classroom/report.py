@@ -122,7 +122,7 @@ class AssignmentRow:
     assignment: str
     max_score: float
     students: int  # on the roster or with a folder
-    submitted: int
+    submissions: int  # handed in
     graded: int  # with a score
     pending_review: int
     failed_to_grade: int
@@ -362,7 +362,8 @@ def summary(report: Report) -> list[str]:
     for a in report.assignments:
         mean = "-" if a.mean is None else f"{a.mean:.1f}"
         lines.append(safe_text(
-            f"{a.assignment}: {a.graded} scored of {a.submitted} submitted (mean {mean} / {a.max_score:g}); "
+            f"{a.assignment}: {a.graded} scored of {a.submissions} submitted "
+            f"(mean {mean} / {a.max_score:g}); "
             f"{a.pending_review} pending review, {a.failed_to_grade} failed to grade, {a.late} late, "
             + ("similarity not run" if a.flagged_pairs is None else f"{a.flagged_pairs} flagged pair(s)"),
             one_line=True))

@@ -23,7 +23,7 @@ COLOURS = {PASSED: "#4c9a2a", FAILED_HIDDEN: "#e69f00", FAILED_VISIBLE: "#c0392b
 EXERCISE_COLUMNS = ("assignment", "exercise", "points", "submissions", "mean", "spread", "passed",
                     "failed_hidden_only", "failed_visible", "held", "held_by_reason", "saved_by_cascade",
                     "lost_through_cascade", "point_biserial", "upper_lower_27")
-ASSIGNMENT_COLUMNS = ("assignment", "max_score", "students", "submitted", "graded", "pending_review",
+ASSIGNMENT_COLUMNS = ("assignment", "max_score", "students", "submissions", "graded", "pending_review",
                       "failed_to_grade", "not_graded_yet", "not_submitted", "late", "penalty_points",
                       "flagged_pairs", "flagged_students", "mean", "median", "spread")
 
@@ -122,7 +122,7 @@ def exercise_cells(e: ExerciseRow) -> tuple:
 
 
 def assignment_cells(a: AssignmentRow) -> tuple:
-    return (a.assignment, _number(a.max_score), a.students, a.submitted, a.graded, a.pending_review,
+    return (a.assignment, _number(a.max_score), a.students, a.submissions, a.graded, a.pending_review,
             a.failed_to_grade, a.not_graded_yet, a.not_submitted, a.late, _number(a.penalty_points),
             _number(a.flagged_pairs), _number(a.flagged_students), _number(a.mean), _number(a.median),
             _number(a.spread))
