@@ -96,8 +96,12 @@ def test_the_graders_words_never_carry_the_students():
     assert visible == "check 1 of 2 (b): return value: values differ: max abs error # at index (#,)"
     assert report.grader_words("check 1 of 1 (f): return value: expected 'x', got '=cmd|'") == \
         "check 1 of 1 (f): return value: expected 'x'"
-    assert report.reason_kind(f"{FINDING}: a way around the grader", set(POINTS)) == \
-        "imports subprocess: a way around the grader"
+    assert report.reason_kind(f"{FINDING}: a way around the grader, which no answer needs", set(POINTS)) == \
+        "lint: imports subprocess"
+    assert report.reason_kind("answer_a line 3: spells the path '/home/x/secret': a way around the grader",
+                              set(POINTS)) == "lint: spells the path '…'"
+    assert report.reason_kind("answer cells with unknown grade_ids (=cmd|) exist", set()) == \
+        "answer cells with unknown grade_ids (…) exist"
     assert report.reason_kind(f"test_c: {FORBIDS}", set(POINTS)) == FORBIDS
 
 

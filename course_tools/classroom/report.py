@@ -165,12 +165,16 @@ def grader_words(message: str) -> str:
 
 
 def reason_kind(reason: str, cells: set[str]) -> str:
-    """A reason a submission is held, without the cell and line it names (``answer_x line 3: ``) and
-    with numbers as ``#``, so that the same reason counts once however many cells give it."""
+    """A reason a submission is held, without the cell and line it names (``answer_x line 3: ``), what it
+    quotes of the submission (a path, a grade_id: ``'…'``, ``(…)``) and numbers (``#``), so that the
+    same reason counts once however many cells give it; a lint finding as ``lint: what it found``."""
     text = safe_text(reason, one_line=True)
     head, separator, rest = text.partition(": ")
     if separator and (head in cells or re.fullmatch(r"\S+ line \d+", head)):
         text = rest
+    if TAMPER in text:
+        text = "lint: " + text.split(TAMPER, 1)[0]
+    text = re.sub(r"\([^()]*\)", "(…)", re.sub(r"'[^']*'", "'…'", text))
     return NUMBER.sub("#", text)[:KIND_CHARACTERS]
 
 
