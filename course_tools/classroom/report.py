@@ -174,8 +174,12 @@ def reason_kind(reason: str, cells: set[str]) -> str:
         text = rest
     if TAMPER in text:
         text = "lint: " + text.split(TAMPER, 1)[0]
-    text = re.sub(r"\([^()]*\)", "(…)", re.sub(r"'[^']*'", "'…'", text))
-    return NUMBER.sub("#", text)[:KIND_CHARACTERS]
+    return NUMBER.sub("#", unquoted(text))[:KIND_CHARACTERS]
+
+
+def unquoted(text: str) -> str:
+    """``text`` without what it quotes (``'…'``) or puts in parentheses (``(…)``): a path, a grade_id."""
+    return re.sub(r"\([^()]*\)", "(…)", re.sub(r"'[^']*'", "'…'", text))
 
 
 # --------------------------------------------------------------------------- one student's record ----
@@ -318,7 +322,7 @@ def held_back(assignment: Assignment, graded: list[Submission]) -> list[HeldBack
         if s.cells and all(c.outcome == PASSED for c in s.cells):
             for finding in s.findings:
                 cell, _, text = finding.partition(" line ")
-                groups.setdefault((cell, text.partition(": ")[2] or finding), []).append(s.student)
+                groups.setdefault((cell, unquoted(text.partition(": ")[2] or finding)), []).append(s.student)
     return [HeldBack(assignment.id, cell, tests.get(cell, ()), text, tuple(sorted(students)))
             for (cell, text), students in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))]
 
