@@ -100,6 +100,8 @@ def test_the_graders_words_never_carry_the_students():
         "lint: imports subprocess"
     assert report.reason_kind("answer_a line 3: spells the path '/home/x/secret': a way around the grader",
                               set(POINTS)) == "lint: spells the path '…'"
+    assert report.reason_kind("answer_a line 1: imports sqlite3: a way around the grader", set()) == \
+        "lint: imports sqlite3"
     assert report.reason_kind("answer cells with unknown grade_ids (=cmd|) exist", set()) == \
         "answer cells with unknown grade_ids (…) exist"
     assert report.reason_kind(f"test_c: {FORBIDS}", set(POINTS)) == FORBIDS

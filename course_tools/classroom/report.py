@@ -47,7 +47,7 @@ NOT_GRADED_AGAIN = (" not graded again with the exercises they build on correcte
                     " could not be graded again with the exercises they build on corrected")
 NOT_RUN = "): not run: "  # a check's message when the grader never got to run it (a crash, the time spent)
 TAMPER = ": a way around the grader"  # how student.check_statically words a finding that holds a submission
-NUMBER = re.compile(r"\d+(\.\d+)?([eE][-+]?\d+)?")
+NUMBER = re.compile(r"(?<![A-Za-z_\d])\d+(\.\d+)?([eE][-+]?\d+)?")  # a number, not a name's digits (sqlite3)
 
 
 @dataclass(frozen=True)
