@@ -186,6 +186,16 @@ def similarity(options: Options) -> None:
     options.write("similarity_class", similarity_class.run("07_language_model", students, rounds))
 
 
+REPORT_SIZE = 500  # students in course report's class
+
+
+def report(options: Options) -> None:
+    """course report on a class of synthetic grading records: seconds for the whole command."""
+    from benchmarks import report_speed
+
+    options.write("report", report_speed.run(30 if options.smoke else REPORT_SIZE, 1 if options.smoke else 3))
+
+
 def length(options: Options) -> None:
     """The Transformer on test_long with sinusoidal positions and with RoPE, the full recipe each."""
     from benchmarks import length_generalisation
@@ -261,6 +271,10 @@ SECTIONS: dict[str, Section] = {
         similarity, False, f"course similarity on a class of {CLASS_SIZE} students of "
         "07_language_model (disguised copies, independent solutions): seconds, flags, against "
         "copydetect on the raw cells (benchmarks/similarity_class.py; about 3 minutes)"),
+    "report": Section(
+        report, False, f"course report on a class of {REPORT_SIZE} students' synthetic grading records "
+        "(profiles of known outcome, cycled): seconds for the whole command, page and CSV files "
+        "included (benchmarks/report_speed.py; about a minute)"),
     "length": Section(
         length, False, "the Transformer on test_long (sentences longer than any in training): "
         "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "

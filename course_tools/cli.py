@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("assignment", metavar="ASSIGNMENT")
     explain.add_argument("--html", metavar="PATH",
                          help="the page (default build/explain/ASSIGNMENT/STUDENT.html)")
+    report = steps.add_parser(
+        "report", help="where the class struggled: per exercise and per check, with charts (a private "
+        "page under build/report/, CSV files beside it)")
+    report.add_argument("assignments", nargs="*", metavar="ASSIGNMENT", help="default: all")
+    report.add_argument("--out", metavar="FOLDER", help="relative to the course (default build/report)")
     _hub_steps(steps)
     from course_tools.publishing.train_cmd import add_parser as add_train_parser
 
@@ -108,6 +113,11 @@ def _step(arguments: argparse.Namespace, root) -> int:
 
         return explain(root, arguments.assignment, arguments.student,
                        Path(arguments.html) if arguments.html else None)
+    if arguments.step == "report":
+        from course_tools.classroom.report import report_command
+
+        return report_command(root, assignments(root, arguments.assignments),
+                              root / (arguments.out or "build/report"))
     if arguments.step in ("due", "extend"):
         from course_tools.classroom.late import run_step
 
@@ -277,11 +287,12 @@ def _grading(arguments: argparse.Namespace, root) -> int:
 
         return export(root, assignments(root, arguments.assignments), arguments.csv)
     if arguments.step == "similarity":
-        from course_tools.classroom.similarity import DEFAULT_THRESHOLD, similarity_report
+        from course_tools.classroom.similarity import DEFAULT_THRESHOLD, report_folder, similarity_report
 
         return similarity_report(root, assignments(root, [arguments.assignment])[0],
                                  DEFAULT_THRESHOLD if arguments.threshold is None else arguments.threshold,
-                                 root / (arguments.out or f"build/similarity/{arguments.assignment}"))
+                                 root / arguments.out if arguments.out
+                                 else report_folder(root, arguments.assignment))
     from course_tools.grading.feedback import write_feedback
 
     status = write_feedback(root, arguments.assignment, arguments.student)

@@ -144,7 +144,7 @@ def test_alternate_reverses_the_order_every_other_round_and_keeps_min_repeats():
 
 @pytest.mark.parametrize("module", [
     "rnn_baselines", "attention_rnn", "transformer", "capstone", "autograde_batch", "bleu_speed", "mha_speed",
-    "decoding", "load", "validate_agreement"
+    "decoding", "load", "validate_agreement", "report_speed"
 ])
 def test_every_benchmark_script_still_parses_its_command_line(module, capsys):
     main = __import__(f"benchmarks.{module}", fromlist=["main"]).main

@@ -32,13 +32,13 @@ COLUMNS = ("student", "assignment", "status", "score", "max_score", "late", "pen
 
 def rows(root: Path, selected: list[Assignment]) -> list[dict]:
     url = gradebook.db_url(root)
-    roster = set(gradebook.students(url)) if _exists(url) else set()
+    roster = set(gradebook.students(url)) if exists(url) else set()
     roster |= students_with_folders(root)
     table = []
     plugin = late.policy(root)
     for assignment in selected:
-        scores = gradebook.scores(url, assignment.id) if _exists(url) else {}
-        deadlines = late.deadlines(url, assignment.id) if _exists(url) else {}
+        scores = gradebook.scores(url, assignment.id) if exists(url) else {}
+        deadlines = late.deadlines(url, assignment.id) if exists(url) else {}
         for student in sorted(roster):
             row = _row(root, assignment, student, scores.get(student))
             _penalise(row, plugin, deadlines.get(student))
@@ -59,7 +59,8 @@ def _penalise(row: dict, plugin, deadline: late.Deadline | None) -> None:
         row.update(score=_number(float(row["score"]) - lateness.penalty), penalty=_number(lateness.penalty))
 
 
-def _exists(url: str) -> bool:
+def exists(url: str) -> bool:
+    """Whether the gradebook at ``url`` is there to read (a SQLite file is made by its first write)."""
     return not url.startswith("sqlite:///") or Path(url[len("sqlite:///"):]).is_file()
 
 

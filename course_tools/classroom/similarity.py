@@ -168,6 +168,21 @@ def highlighted(code: str, lines: frozenset[int]) -> str:
         for number, line in enumerate(code.split("\n"), start=1))
 
 
+def report_folder(root: Path, assignment_id: str) -> Path:
+    """Where ``course similarity`` writes its report of ``assignment_id`` unless told otherwise."""
+    return root / "build" / "similarity" / assignment_id
+
+
+def flagged_pairs(folder: Path) -> list[tuple[str, str]] | None:
+    """The pairs flagged in the report last written to ``folder`` (its ``pairs.csv``); None without one."""
+    try:
+        with open(folder / "pairs.csv", newline="", encoding="utf-8") as stream:
+            return [(row["student_a"], row["student_b"]) for row in csv.DictReader(stream)
+                    if row["flagged"] == "yes"]
+    except FileNotFoundError:
+        return None
+
+
 def _table(pairs: list[Pair], threshold: float) -> list[str]:
     flagged = [p for p in pairs if p.flagged(threshold)]
     shown = flagged + [p for p in pairs if not p.flagged(threshold)][:SHOWN_UNFLAGGED]
