@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import shutil
 import tempfile
 import time
@@ -25,8 +26,23 @@ RESULTS = ROOT / "benchmarks" / "results"
 SMOKE_OUTPUT = ROOT / "build" / "benchmarks-smoke"  # a smoke run never overwrites real measurements
 
 
+def commit() -> str | None:
+    """The checkout's commit (with "+changes" when its tracked files, other than the results the
+    benchmarks write, differ from it), or None outside git."""
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+    head = git("rev-parse", "--short", "HEAD")
+    if head.returncode:
+        return None
+    changed = git("diff", "--quiet", "HEAD", "--", ".", ":!benchmarks/results",
+                  ":!benchmarks/README.md").returncode
+    return head.stdout.strip() + ("+changes" if changed else "")
+
+
 def machine() -> dict:
-    """Where the numbers come from: CPU model and count, torch and its threads, GPU, load average."""
+    """Where the numbers come from: CPU model and count, torch and its threads, GPU, load average, and
+    the commit measured."""
     import torch
 
     cpu = platform.processor() or platform.machine()
@@ -47,6 +63,7 @@ def machine() -> dict:
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         # other processes on the machine slow every timing down; record how busy it was (1, 5, 15 min)
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "commit": commit(),
     }
 
 

@@ -3,7 +3,7 @@
     rows = table.rows(Path("benchmarks/results"))      # one Row per target, from the JSON files there
     text = table.readme(results, readme_folder, sections)
 
-Each row says where its number comes from (machine, torch, device and date of its JSON file). A
+Each row says where its number comes from (machine, torch, device, date and commit of its JSON file). A
 target whose measurement misses it is a **GAP** with the measured value, never left out; a target
 without a result file is "not measured", a GPU target measured on a run without CUDA
 "not measured (no GPU)", and a number from a ``--smoke`` run is marked as such, not as a result.
@@ -48,6 +48,7 @@ class Row:
     torch: str = ""
     device: str = ""
     date: str = ""
+    commit: str = ""  # the commit measured; older results did not record it
 
 
 def _load(folder: Path, name: str) -> tuple[dict | None, Path]:
@@ -62,7 +63,8 @@ def _provenance(report: dict) -> dict:
     where = (machine.get("cuda") if device.startswith("cuda")
              else f"{machine.get('cpu', '?')}, {machine.get('cpu_count', '?')} cores")
     return dict(machine=str(where), torch=str(machine.get("torch", "?")), device=device,
-                date=str(report.get("date", "?"))[:10])
+                date=str(report.get("date", "?"))[:10],
+                commit=str(report.get("commit") or machine.get("commit") or "not recorded"))
 
 
 def _row(section: str, target: str, report: dict, path: Path, measured: str, met: bool | None) -> Row:
@@ -389,7 +391,9 @@ def _agreement(folder: Path) -> list[Row]:
         f"misses {counts['validate_misses']}, the grade misses {counts['grade_misses']}" +
         (f" (run {dates[0]} to {dates[-1]})" if len(dates) > 1 else "") +
         (f" (not run: {', '.join(missing)})" if missing else ""))
-    return [_row("grading", target, report, path, measured, not any(counts.values()) and not missing)]
+    commits = sorted({a.get("commit") or "not recorded" for a in found.values()})  # each assignment's run
+    return [_row("grading", target, {**report, "commit": ", ".join(commits)}, path, measured,
+                 not any(counts.values()) and not missing)]
 
 
 def _similarity(folder: Path) -> list[Row]:
@@ -533,12 +537,13 @@ def rows(folder: Path) -> list[Row]:
 
 def markdown(table_rows: list[Row], relative_to: Path) -> str:
     """The rows as a markdown table, each section linked to its JSON file (relative to ``relative_to``)."""
-    lines = ["| section | target | measured | status | machine | torch | device | date |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| section | target | measured | status | machine | torch | device | date | commit |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in table_rows:
         section = row.section if row.source is None else \
             f"[{row.section}]({Path(os.path.relpath(row.source, relative_to)).as_posix()})"
-        cells = (section, row.target, row.measured, row.status, row.machine, row.torch, row.device, row.date)
+        cells = (section, row.target, row.measured, row.status, row.machine, row.torch, row.device, row.date,
+                 row.commit)
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 
@@ -559,7 +564,8 @@ def readme(folder: Path, readme_folder: Path, sections: dict[str, str]) -> str:
 Every performance and quality target of the course, measured by one harness. Each comparison runs
 its contenders in one process, in alternating rounds, and reports the medians and their ratio: on a
 shared machine every absolute time moves with the load (each JSON file records the load average),
-a ratio far less. A target that is not met is listed as **GAP** with what was measured.
+a ratio far less. A target that is not met is listed as **GAP** with what was measured. Each row names
+the date and the commit it was measured on ("not recorded": measured before results named commits).
 
 ```bash
 python -m benchmarks                  # the fast sections: attention throughput bleu decoding gpu

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -142,7 +141,7 @@ def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | N
     assignments not run this time are kept from that file (when measured at the same size), and the
     file is rewritten after each assignment, so a stopped run keeps what it finished.
     """
-    from benchmarks._notebook_run import machine, write_report
+    from benchmarks._notebook_run import commit, machine, write_report
     from course_tools.course import assignments
 
     selected = [a for a in assignments(ROOT) if assignment_ids is None or a.id in assignment_ids]
@@ -153,26 +152,13 @@ def run(assignment_ids: list[str] | None = None, *, jobs: int = 2, only: int | N
             before = machine()["load_average"]
             found = cross_check(assignment, Path(work) / assignment.id, jobs, only)
             report["assignments"][assignment.id] = {
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": _commit(),
+                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "commit": commit(),
                 "load_average": before,
                 "load_average_after": machine()["load_average"], "jobs": jobs,
                 "fixtures_per_assignment": only, **found}
             if output is not None:
                 write_report("validate_agreement", report, output)
     return report
-
-
-def _commit() -> str | None:
-    """The checkout's commit (with "+changes" when its tracked files, other than the results written
-    here, differ from it), or None outside git."""
-    def git(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-
-    head = git("rev-parse", "--short", "HEAD")
-    if head.returncode:
-        return None
-    changed = git("diff", "--quiet", "HEAD", "--", ".", ":!benchmarks/results").returncode
-    return head.stdout.strip() + ("+changes" if changed else "")
 
 
 def _kept(output: Path | None, only: int | None) -> dict:
