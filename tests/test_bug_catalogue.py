@@ -33,7 +33,7 @@ import ast
 
 from course_lib.roles import RULE
 
-from .bugs import catalogue, in_place, templates, with_extra_parameter
+from .bugs import HELPERS, catalogue, in_place, templates, with_extra_parameter
 from .catalogue_submissions import own_checks
 from .conftest import ASSIGNMENTS
 from .notebook_session import catalogue_gaps, graded_names, session_group, solution_session, without_magics
@@ -121,6 +121,7 @@ def test_what_every_contract_rules_out_fails_validate_naming_the_contract(assign
     own = own_checks(assignment)
     missed, checked = [], 0
     with solution_session(assignment) as session:
+        assert session.run(HELPERS).ok
         for name, source in graded_names(assignment).items():
             for parameter in parameters(source, name):
                 defined = session.run(in_place(name, parameter))

@@ -50,17 +50,14 @@ def templates(assignment_id: str) -> dict[str, str]:
     return {} if module is None else dict(module.TEMPLATES)
 
 
-# The in-place bug: the correct definition, changing one argument in place after it has computed its
-# result. Executed where the correct ``TARGET`` is defined (a solution session, or after the solution
-# cell), so it wraps that; ``_in_place_changed`` records whether a call had anything to change there.
-_IN_PLACE = '''
+# What the made bugs below call, defined once in the kernel before them (HELPERS): the bugs' own cells
+# keep to the course's allowlist (course_lib.allowlist), as a student's answer must, so that Validate
+# judges them by the contract they break and not by the tools that build them.
+HELPERS = '''
 import functools as _functools
 import inspect as _inspect
 
 import torch as _torch
-
-_in_place_changed = []
-_in_place_correct = TARGET
 
 
 def _in_place_change(value):
@@ -85,25 +82,41 @@ def _in_place_change(value):
     return False
 
 
-def _in_place_after(signature, args, kwargs):
-    given = signature.bind(*args, **kwargs).arguments
-    if "PARAMETER" in given and _in_place_change(given["PARAMETER"]):
+def _in_place_after(correct, parameter, args, kwargs):
+    """After a call of ``correct``: change its argument ``parameter`` in place, noting whether it could."""
+    given = _inspect.signature(correct).bind(*args, **kwargs).arguments
+    if parameter in given and _in_place_change(given[parameter]):
         _in_place_changed.append(True)
 
+
+def _named_as(made, correct):
+    """``made`` under the name (and, for a function, the signature) of ``correct``."""
+    if isinstance(correct, type):
+        made.__name__ = made.__qualname__ = correct.__name__
+    else:
+        _functools.update_wrapper(made, correct)
+    return made
+'''
+
+# The in-place bug: the correct definition, changing one argument in place after it has computed its
+# result. Executed where the correct ``TARGET`` is defined (a solution session, or after the solution
+# cell), so it wraps that; ``_in_place_changed`` records whether a call had anything to change there.
+_IN_PLACE = '''
+_in_place_changed = []
+_in_place_correct = TARGET
 
 if isinstance(_in_place_correct, type):
     class TARGET(_in_place_correct):
         def forward(self, *args, **kwargs):
             out = super().forward(*args, **kwargs)
-            _in_place_after(_inspect.signature(_in_place_correct.forward), (self, *args), kwargs)
+            _in_place_after(_in_place_correct.forward, "PARAMETER", (self, *args), kwargs)
             return out
-    TARGET.__name__ = TARGET.__qualname__ = _in_place_correct.__name__
 else:
-    @_functools.wraps(_in_place_correct)
     def TARGET(*args, **kwargs):
         out = _in_place_correct(*args, **kwargs)
-        _in_place_after(_inspect.signature(_in_place_correct), args, kwargs)
+        _in_place_after(_in_place_correct, "PARAMETER", args, kwargs)
         return out
+_named_as(TARGET, _in_place_correct)
 '''
 
 
@@ -111,7 +124,7 @@ def in_place(target: str, parameter: str) -> str:
     """The code of a bug every exercise's contract rules out: ``target``, correct, except that it changes
     its argument ``parameter`` in place once it has its result (a tensor by one, a list or dict by one
     more item: ``x /= t``, ``masked_fill_``, ``tokens.append``). Whether any call passed something that
-    could change there is in the kernel's ``_in_place_changed``."""
+    could change there is in the kernel's ``_in_place_changed``. Run :data:`HELPERS` in the kernel first."""
     return _IN_PLACE.replace("TARGET", target).replace("PARAMETER", parameter)
 
 
@@ -130,11 +143,11 @@ class TARGET(_extra_parameter_correct):
         self.extra_scale = _torch.nn.Parameter(_torch.ones(()))
 
 
-TARGET.__name__ = TARGET.__qualname__ = _extra_parameter_correct.__name__
+_named_as(TARGET, _extra_parameter_correct)
 '''
 
 
 def with_extra_parameter(target: str) -> str:
     """The code of a bug every module's contract rules out: the module ``target``, correct, with one
-    more learnable parameter (``extra_scale``, unused)."""
+    more learnable parameter (``extra_scale``, unused). Run :data:`HELPERS` in the kernel first."""
     return _EXTRA_PARAMETER.replace("TARGET", target)
