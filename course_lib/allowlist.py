@@ -27,6 +27,8 @@ import sys
 import types
 from dataclasses import dataclass
 
+from course_lib import pyparse
+
 
 @dataclass(frozen=True)
 class Allowed:
@@ -338,7 +340,7 @@ def parse(source: str) -> ast.Module | None:
     except ImportError:
         pass
     try:
-        return ast.parse(source)
+        return pyparse.parse(source)
     except (SyntaxError, ValueError):
         return None
 

@@ -45,6 +45,11 @@ class ForbiddenCallError(GradingError):
     """The exercise called a function it is meant to implement itself."""
 
 
+class ThreadRefusedError(ForbiddenCallError, RuntimeError):
+    """The checked code started a thread: a RuntimeError too, as when a process may start no more, which
+    libraries that start a helper thread (tqdm's monitor, matplotlib's timer) already handle."""
+
+
 def _fail(exercise: str, message: str) -> None:
     raise GradingError(f"[{exercise}] {message}")
 

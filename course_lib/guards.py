@@ -119,9 +119,9 @@ def _function(value: Any) -> Any:
 
 def _no_thread(exercise: str):
     def refused(*args: Any, **kwargs: Any) -> Any:
-        from course_lib.grading import ForbiddenCallError  # grading imports this module
+        from course_lib.grading import ThreadRefusedError  # grading imports this module
 
-        raise ForbiddenCallError(f"[{exercise}] your code started a thread: a check runs your code in one "
+        raise ThreadRefusedError(f"[{exercise}] your code started a thread: a check runs your code in one "
                                  "thread, and the grader's sandbox starts none")
     return refused
 
@@ -175,7 +175,7 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
         # sandbox, where no thread can start at all (grading.seccomp.students_program).
         for owner, attribute in ((threading.Thread, "start"), (_thread, "start_new_thread"),
                                  (threading, "_start_new_thread")):
-            if hasattr(owner, attribute):
+            if dotted_names and hasattr(owner, attribute):  # while something is forbidden
                 saved.append((owner, attribute, owner.__dict__.get(attribute, _MISSING)
                               if isinstance(owner, type) else getattr(owner, attribute)))
                 setattr(owner, attribute, _no_thread(exercise))

@@ -5,6 +5,6 @@ Folders by concern: :mod:`.publishing` (release, build, slides, provenance), :mo
 trusted grader, and in :mod:`.grading.sandboxed` everything that runs inside a student's sandbox),
 :mod:`.classroom` (roster, hub, exchange, LMS, grades, similarity). Beside them, what all three use:
 the course directory (:mod:`.course`), the source notebooks (:mod:`.notebooks`), reading what
-students wrote (:mod:`.untrusted`) and parsing Python (:mod:`.pyparse`). docs/ARCHITECTURE.md
+students wrote (:mod:`.untrusted`); Python is parsed through :mod:`course_lib.pyparse`. docs/ARCHITECTURE.md
 says where each piece runs.
 """

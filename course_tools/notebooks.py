@@ -16,7 +16,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from .course import CourseError
-from .pyparse import parse
+from course_lib.pyparse import parse
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # Cell metadata that means something to the course: nbgrader's, the slideshow's, tags, and the

@@ -920,7 +920,7 @@ def test_parses_in_threads_never_fail():
     turns. The race is provoked here: four threads parse while making garbage with finalisers."""
     import threading
 
-    from course_tools.pyparse import parse
+    from course_lib.pyparse import parse
 
     source = "\n".join(
         f"def f{i}(x):\n    return [[(x + {i}) * k for k in range(3)] for _ in range(2)]\n"

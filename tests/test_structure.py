@@ -108,14 +108,14 @@ def test_import_graph(module, must_not_load):
 def test_the_grader_parses_python_through_pyparse_only():
     """``course autograde`` parses in several threads, and CPython 3.11's ast.parse is not safe there
     (test_autograde.py::test_parses_in_threads_never_fail): every parse of the instructor's tooling
-    goes through course_tools.pyparse, which makes them take turns."""
+    goes through course_lib.pyparse (which the allowlist of Validate shares), which makes them take turns."""
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _modules("course_lib", "course_tools")
-        if path.name != "pyparse.py" for node in ast.walk(tree)
+        if path.relative_to(ROOT).as_posix() != "course_lib/pyparse.py" for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
         node.func.attr == "parse" and isinstance(node.func.value, ast.Name) and node.func.value.id == "ast"
     ]
-    assert not found, "ast.parse outside course_tools/pyparse.py: " + ", ".join(found)
+    assert not found, "ast.parse outside course_lib/pyparse.py: " + ", ".join(found)
 
 
 def test_what_the_suite_needs_of_the_machine_is_checked_in_one_place():

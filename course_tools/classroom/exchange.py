@@ -124,10 +124,10 @@ class InboxEntry:
         saw the entry within CLOCK_SKEW of it, else what the file system saw: anyone can name an entry
         with any time, but nobody can set when their files last changed. A claim never moves a due
         date: where the two times lie on two sides of it, the later counts."""
-        if self.claimed is not None and abs(self.claimed - self.received) <= CLOCK_SKEW \
-                and not self.straddles:
-            return self.claimed
-        return max(self.received, self.claimed) if self.straddles else self.received
+        if self.straddles:
+            return max(self.received, self.claimed)
+        return self.claimed if self.claimed is not None and abs(self.claimed - self.received) <= CLOCK_SKEW \
+            else self.received
 
     @property
     def straddles(self) -> bool:
@@ -223,14 +223,9 @@ def vouch(collected: Collected) -> None:
 
 def read_due_dates(collected: Collected) -> None:
     """Each entry's due date from the gradebook (none before the instructor sets one)."""
-    from course_tools.grading import gradebook
-
     from .late import effective_due_dates
 
-    url = gradebook.db_url(collected.assignment.root)
-    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
-        return  # no gradebook yet: no due date either (and none is made here)
-    due, per_student = effective_due_dates(url, collected.assignment.id)
+    due, per_student = effective_due_dates(collected.assignment.root, collected.assignment.id)
     for entry in collected.entries:
         entry.due = per_student.get(entry.login, due)
 

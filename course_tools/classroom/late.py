@@ -37,7 +37,7 @@ from traitlets import Enum, Float
 from nbgrader.plugins import LateSubmissionPlugin
 
 from course_tools.course import CourseError, nbgrader_config
-from course_tools.grading.gradebook import opened
+from course_tools.grading.gradebook import db_url, opened
 
 PERIOD_SECONDS = {"per_hour": 3600, "per_day": 86400}
 
@@ -191,9 +191,12 @@ def deadlines(url: str, assignment: str) -> dict[str, Deadline]:
         return {s.student.id: Deadline(entry.duedate, s.extension, s.timestamp) for s in entry.submissions}
 
 
-def effective_due_dates(url: str, assignment: str) -> tuple[dt.datetime | None, dict[str, dt.datetime]]:
+def effective_due_dates(root: Path, assignment: str) -> tuple[dt.datetime | None, dict[str, dt.datetime]]:
     """The assignment's due date, and each student's with their extension where the gradebook holds
-    one (naive UTC)."""
+    one (naive UTC); none before there is a gradebook (none is made here)."""
+    url = db_url(root)
+    if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).is_file():
+        return None, {}
     due = _due(url, assignment)
     return due, {student: d.effective for student, d in deadlines(url, assignment).items()
                  if d.effective is not None}

@@ -19,7 +19,7 @@ import io
 import keyword
 import tokenize
 
-from course_tools.pyparse import parse
+from course_lib.pyparse import parse
 
 THRESHOLD = 0.97  # share of matching tokens from which an answer counts as the reference pasted
 MIN_TOKENS = 40  # shorter definitions look alike whoever writes them

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from course_lib import allowlist
 from course_lib.guards import kernel_words, resolve_dotted
-from course_tools import pyparse
+from course_lib import pyparse
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from course_tools.pyparse import parse
+from course_lib.pyparse import parse
 
 MESSAGE = "is not available while this assignment is graded: the grader runs your own code"
 

@@ -23,7 +23,7 @@ import torch
 
 from course_tools.course import Assignment, CourseError
 from course_tools.grading.sandboxed.protocol import Plan
-from course_tools.pyparse import parse
+from course_lib.pyparse import parse
 
 from .compare import compare, error_message
 from .limits import Limits

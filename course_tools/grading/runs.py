@@ -50,6 +50,13 @@ class Run:
     premature: list[str] = field(default_factory=list)  # what the run asked of the probe server too early
     handed: list[tuple[str, int]] = field(default_factory=list)  # the probe server's log (ProbeServer.log)
 
+    @property
+    def tampering(self) -> list[str]:
+        """What the run asked of the probe server before its time, which no grading run does: reasons
+        for a person."""
+        return [f"{what}: a way around the grader, which no answer needs: a person should look at it"
+                for what in dict.fromkeys(self.premature)]
+
 
 class StepWatch:
     """Reads new events as they come and stops the running step once it is over its time: its CPU

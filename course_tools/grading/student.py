@@ -65,8 +65,7 @@ class Context:
     @functools.cached_property
     def modules(self) -> dict[str, str]:
         """The names of modules the instructor's cells import, which answers use (``F``, ``np``)."""
-        return {name: dotted for c in self.cells if c.kind == "other"
-                for name, dotted in module_names(c.source).items()}
+        return {n: d for c in self.cells if c.kind == "other" for n, d in module_names(c.source).items()}
 
     @functools.cached_property
     def protected(self) -> set[str]:
@@ -172,7 +171,7 @@ def check_statically(g: Grading) -> None:
 def run_in_the_sandbox(g: Grading) -> None:
     """The student's notebook, without test cells, replaying every usable probe."""
     g.run, replayed, g.waited = _run(g.context, g.found, g.workdir, g.context.reference.replayed(), g.budget)
-    g.result.reasons += _premature(g.run)
+    g.result.reasons += g.run.tampering
     if g.run.failure:
         g.stop(FAILED, g.run.failure)
     g.outcomes, g.spent = dict(replayed), g.run.spent
@@ -196,7 +195,7 @@ def grade_again_on_corrected_exercises(g: Grading) -> None:
                                     [k for c in group for k in g.context.probes_of(c)], g.budget, bind=True)
         g.waited += queued
         g.spent = g.spent or rerun.spent
-        g.result.reasons += _premature(rerun)
+        g.result.reasons += rerun.tampering
         if rerun.failure:  # the cells keep their first verdict, which a person should check
             g.result.reasons.append(f"{names}: could not be graded again with the exercises they build on "
                                     f"corrected: {rerun.failure}")
@@ -288,12 +287,6 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     return run, records, queued
 
 
-def _premature(run: Run) -> list[str]:
-    """What a run asked of the probe server before its time: no grading run does it."""
-    return [f"{what}: a way around the grader, which no answer needs: a person should look at it"
-            for what in dict.fromkeys(run.premature)]
-
-
 def cascade_groups(context: Context, mismatches: dict[int, str | None], found: Answers) -> list[list[Cell]]:
     """Test cells to grade again with their dependencies bound to the references: those that failed
     while a graded name their test binds failed its own test, unless what failed is an answer the
@@ -332,8 +325,7 @@ def _mismatch(context: Context, k: int, got: dict | None) -> Mismatch | None:
 
 def graded_notebook(source: Path, found: Answers, stubs: dict[str, str], checks: list[Check],
                     path: Path) -> None:
-    """What was graded, for the instructor (formgrader opens it): the source notebook with the
-    student's answer code, and each graded cell's verdict as its output."""
+    """What was graded, for formgrader: the source notebook, the student's answers, each verdict as output."""
     notebook = read_notebook(source)
     verdicts = {c.grade_id: c for c in checks}
     for cell in notebook.cells:

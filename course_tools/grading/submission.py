@@ -14,6 +14,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.pyparse import parse
+
 from course_tools.notebooks import defined_names, nbgrader_meta, read_notebook
 from course_tools.untrusted import Missing, Unreadable, read_bytes, safe_data
 
@@ -193,7 +195,7 @@ def check_imports(cell: Cell) -> str:
     lines = []
     for kind, code in split_test_cell(cell.source):
         if kind == "visible":
-            lines += [ast.unparse(node) for node in ast.parse(code).body
+            lines += [ast.unparse(node) for node in parse(code).body
                       if isinstance(node, (ast.Import, ast.ImportFrom))]
     return "\n".join(lines)
 

@@ -45,7 +45,7 @@ import ast
 import builtins
 import keyword
 
-from course_tools.pyparse import parse
+from course_lib.pyparse import parse
 
 from .loops import rewrite_loops
 from .model import PLACEHOLDER, ROUNDS, Canonical, Variables, Vocabulary

@@ -1,4 +1,4 @@
-"""``ast.parse`` that the grader's threads can share.
+"""``ast.parse`` that the grader's threads can share (the grader and the allowlist of Validate parse here).
 
 CPython 3.11 keeps the recursion depth of the AST constructor in per-interpreter state, so two
 threads parsing at once can make ``ast.parse`` fail with "SystemError: AST constructor recursion
