@@ -35,6 +35,10 @@ class Allowed:
     module: str  # its dotted name: a package's submodules are listed one by one
     purpose: str  # what an answer uses it for (the students' guide prints it)
     names: frozenset[str] | None = None  # the only names an answer may take from it; None: every public one
+    withheld: tuple[str, ...] = ()  # with names None: the public names it does not give
+
+    def gives(self, name: str) -> bool:
+        return (self.names is None or name in self.names) and name not in self.withheld
 
 
 def _only(*names: str) -> frozenset[str]:
@@ -73,17 +77,13 @@ ALLOWLIST: tuple[Allowed, ...] = (
     Allowed("collections.abc", "container types"),
     Allowed("itertools", "iteration"),
     Allowed("functools", "caching and composing functions"),
-    Allowed("operator", "operators as functions", frozenset(
-        name for name in dir(__import__("operator"))
-        if not name.startswith("_") and name not in ("attrgetter", "methodcaller"))),
+    Allowed("operator", "operators as functions", withheld=("attrgetter", "methodcaller")),
     Allowed("heapq", "heaps"),
     Allowed("bisect", "sorted lists"),
     Allowed("copy", "copying objects"),
     Allowed("dataclasses", "records"),
     Allowed("enum", "enumerations"),
-    Allowed("typing", "type hints", frozenset(
-        name for name in dir(__import__("typing"))
-        if not name.startswith("_") and name not in ("get_type_hints", "ForwardRef", "get_overloads"))),
+    Allowed("typing", "type hints", withheld=("get_type_hints", "ForwardRef", "get_overloads")),
     Allowed("string", "character sets", _only(
         "ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits", "hexdigits", "octdigits",
         "punctuation", "printable", "whitespace", "capwords")),
@@ -154,7 +154,7 @@ def _reach(module: str, attributes: list[str]) -> str | None:
     for attribute in attributes:
         if attribute.startswith("_"):
             return None  # the private-attribute rule says it
-        if entry.names is not None and attribute not in entry.names:
+        if not entry.gives(attribute):
             return f"uses {module}.{attribute}, which the allowlist does not give from {module}"
         value = getattr(value, attribute, None)
         if not isinstance(value, types.ModuleType):
@@ -389,9 +389,12 @@ def guide_table() -> str:
     """The allowlist as a Markdown table, for the students' guide."""
     rows = ["| module | for | names an answer may take |", "|---|---|---|"]
     for entry in ALLOWLIST:
-        names = "every public one" if entry.names is None else ", ".join(sorted(entry.names))
-        if entry.module in ("operator", "typing") and entry.names is not None:
-            names = {"operator": "all but attrgetter and methodcaller",
-                     "typing": "all but get_type_hints, ForwardRef and get_overloads"}[entry.module]
+        if entry.names is not None:
+            names = ", ".join(sorted(entry.names))
+        elif entry.withheld:
+            *most, last = entry.withheld
+            names = f"all but {', '.join(most)} and {last}" if most else f"all but {last}"
+        else:
+            names = "every public one"
         rows.append(f"| `{entry.module}` | {entry.purpose} | {names} |")
     return "\n".join(rows)

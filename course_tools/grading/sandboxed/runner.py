@@ -329,8 +329,9 @@ def main(argv: list[str]) -> int:
             if step in skip:
                 events.emit(step=step, ok=False, error=skip[step], skipped=True)
             elif calls[index].get("segment") == "hidden":
-                where = (dict(shell.user_ns), dict(captured))  # the names as this test cell saw them
-                deferred.setdefault(calls[index]["cell"], ([], where))[0].append((step, index))
+                if calls[index]["cell"] not in deferred:  # the names as this test cell saw them, once
+                    deferred[calls[index]["cell"]] = ([], (dict(shell.user_ns), dict(captured)))
+                deferred[calls[index]["cell"]][0].append((step, index))
             else:
                 events.emit(step=step, start=True)
                 check(index)
