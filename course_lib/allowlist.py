@@ -301,7 +301,7 @@ def bound_anywhere(tree: ast.AST, enter: bool = True) -> set[str]:
     """Every name a statement of the cell binds, at any depth (parameters included), but imports;
     ``enter=False``: not inside functions and classes (the names of the cell's own scope)."""
     names = {"self", "cls"}
-    for node in (ast.walk(tree) if enter else _walk_scope(tree)):
+    for node in (ast.walk(tree) if enter else walk_scope(tree)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -313,12 +313,12 @@ def bound_anywhere(tree: ast.AST, enter: bool = True) -> set[str]:
     return names
 
 
-def _walk_scope(node: ast.AST):
+def walk_scope(node: ast.AST):
     """``node`` and what it holds, but the bodies of the functions and classes it defines."""
     yield node
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
         for child in ast.iter_child_nodes(node):
-            yield from _walk_scope(child)
+            yield from walk_scope(child)
 
 
 def dunder(name: str) -> bool:

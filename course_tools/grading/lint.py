@@ -65,10 +65,7 @@ def bound_names(source: str) -> set[str]:
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names}
         else:
-            names |= {
-                n.id
-                for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-            }
+            names |= _stored(node)
     return names
 
 
@@ -147,7 +144,7 @@ def lint(cell: str, source: str, forbidden: set[str] = frozenset(),
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
             else set()
             if isinstance(node, (ast.Import, ast.ImportFrom))
-            else {n.id for n in _walk_scope(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            else _stored(node)
         )
         for name in sorted(rebound & set(protected)):  # the grader never runs the cells that use them
             found.append(
@@ -172,10 +169,7 @@ def _kernel_of(name: str, kernels: list[tuple[str, tuple[str, ...]]]) -> str | N
     return next((dotted for dotted, words in kernels if all(word in flat for word in words)), None)
 
 
-def _walk_scope(node: ast.AST):
-    """Walk a statement without entering nested functions and classes (scopes of their own)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-        return
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _walk_scope(child)
+def _stored(statement: ast.AST) -> set[str]:
+    """The names a statement assigns in the cell's own scope (not inside functions and classes)."""
+    return {n.id for n in allowlist.walk_scope(statement)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
