@@ -555,6 +555,7 @@ UNPRIVILEGED = (
     "leak_inbox",
     "events_fifo",
     "replay_links",
+    "forged_results",
     "lookup_table",
     "kernel_name",
     "kernel_ops",

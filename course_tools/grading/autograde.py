@@ -11,7 +11,7 @@ replay on the student's definitions. Each run is forked from the slot's zygote (
 which imported torch once for the batch, instead of a new Python importing it again. Credit is
 decided here, outside the student's reach: a test cell scores its points when the student's answers
 on every one of its probes match the solution's (:func:`.compare.compare`, at the cell's own
-tolerance). No probe's input is in the sandbox before its check starts (:class:`.runs.ProbeServer`),
+tolerance). No probe's input is in the sandbox before its check starts (:class:`.channel.ProbeServer`),
 and what the checks' exercises forbid is blocked whenever the student's code runs. A failed hidden
 check says only what kind of difference it found; a visible one may show values, and the student's
 own error text scrubbed of the hidden checks' values (:mod:`.scrub`). One bug costs one exercise: a cell that
@@ -62,7 +62,7 @@ def _slots(jobs: int) -> queue.Queue[int]:
 
 def stage_probe_inputs(reference: Reference, work: Path) -> Path:
     """The probes' inputs without the solution's results: what the grader hands each student's run,
-    one check at a time (:class:`.runs.ProbeServer`)."""
+    one check at a time (:class:`.channel.ProbeServer`)."""
     staged = work / f".probe-inputs-{reference.variant}"  # no student id starts with a dot
     staged.mkdir(parents=True)
     for path in (reference.folder / "probes").glob("*.pkl"):
@@ -81,6 +81,22 @@ def hidden_values(reference: Reference) -> tuple[list, list]:
     return sides[True], sides[False]
 
 
+SWITCH_S = 0.0005
+
+
+@contextlib.contextmanager
+def _answering_quickly() -> Iterator[None]:
+    """Each check waits for its input from a probe server's thread while this one compares results:
+    the interpreter changes threads every ``SWITCH_S`` instead of Python's 5 ms, so that a check does
+    not wait for a slice of the comparisons (a check takes about a millisecond)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(SWITCH_S)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
 @contextlib.contextmanager
 def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: int = 1,
           isolated: bool = True, variants: Iterable[int] = (0,), key: str | None = None
@@ -93,7 +109,7 @@ def batch(assignment: Assignment, cells: list[Cell], limits: Limits, *, jobs: in
     if sandbox.warning:
         print(f"course: {sandbox.warning}", file=sys.stderr)
     files = {"files": assignment.release.parent} if assignment.release.parent.is_dir() else {}
-    with sandbox:
+    with sandbox, _answering_quickly():
         work = Path(tempfile.mkdtemp(prefix="autograde-", dir=sandbox.scratch))
         slots = _slots(jobs)
         contexts = {}

@@ -22,14 +22,14 @@ from typing import Iterable
 import torch
 
 from course_tools.course import Assignment, CourseError
-from course_tools.grading.sandboxed.protocol import Plan
+from course_tools.grading.sandboxed.protocol import PERTURBED, Plan
 from course_lib.pyparse import parse
 
 from .compare import compare, error_message
 from .limits import Limits
 from .probe_report import ProbeTexts, probe_texts
 from .redacted import redacted_course_lib
-from .runs import MAX_RESULT_BYTES, Run, run_plan
+from .runs import Run, run_plan
 from .seccomp import students_program
 from .sandbox import Sandbox
 from .submission import Answers, Cell, graded_plan, release_stubs, replay_after
@@ -185,7 +185,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         usable = {}
         for k, call in enumerate(calls):
             recorded = torch.load(record.outbox / "probes" / f"{k}.expected.pt", weights_only=True)
-            replayed = load_result(check.outbox / "replay" / f"{k}.pt")
+            replayed = check.result(k)
             tolerance = tuple(call["tolerance"])
             if call["unreplayable"]:
                 usable[k] = call["unreplayable"]
@@ -193,7 +193,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
                                                if key != "gradients"}, tolerance):
                 usable[k] = ("replaying the solution without its test cells did not reproduce its result: "
                              f"{problem} {error_message(replayed or {})}".rstrip())
-            elif compare(replayed, load_result(check.outbox / "replay" / f"{k}.perturbed.pt"), tolerance):
+            elif compare(replayed, check.result(k, PERTURBED), tolerance):
                 call["sampled"] = True  # a random answer: compared by the distribution of its results
             else:
                 usable[k] = ""
@@ -208,7 +208,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
                           sampled=sampled), {**files, "probes.json": record.outbox / "probes.json"}, limits,
                 course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
             for k in sampled:
-                result = load_result(samples.outbox / "replay" / f"{k}.pt")
+                result = samples.result(k)
                 if isinstance(result, dict) and compare(result, result) is None:
                     usable[k] = ""
                     torch.save(result, record.outbox / "probes" / f"{k}.expected.pt")
@@ -295,9 +295,7 @@ def _what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox:
                    {**files, "probes.json": recorded / "probes.json"}, limits,
                    course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
     passes = {}
-    for i, k in enumerate(kept):
-        got = load_result(run.outbox / "replay" / f"{k}.pt") if run.steps.get(len(plan_cells) +
-                                                                              i, {}).get("ok") else None
+    for k, got in run.outcomes(len(plan_cells), kept, limits).items():
         expected = torch.load(recorded / "probes" / f"{k}.expected.pt", weights_only=True)
         passes[k] = compare(expected, got, tuple(calls[k]["tolerance"])) is None
     return passes
@@ -336,24 +334,3 @@ def make_plan(mode: str, cells: list[Cell], limits: Limits, source: list[Cell] =
                 replay_after(source, calls, replay) if replay else {},
                 [k for k in replay if calls[k].get("sampled")] if sampled is None else list(sampled), bind,
                 variants=list(variants), students_filter=(students_program() or b"").hex())
-
-
-def load_result(path: Path, root: Path | None = None):
-    """A replayed result, read without running any code; None when missing or unreadable.
-
-    The file is the student's word: it is read as bytes first (:func:`.untrusted.read_bytes`: no link
-    below ``root`` is followed, a FIFO is refused instead of blocking, the size is checked before
-    reading), then unpickled from memory with ``weights_only=True``; lone surrogates in its strings
-    (which no report could write) are replaced. ``root`` is the run's outbox; by default the folder
-    two levels up, as in ``<outbox>/replay/<k>.pt``.
-    """
-    import io
-
-    from course_tools.untrusted import read_bytes, safe_data
-
-    try:
-        data = read_bytes(path, MAX_RESULT_BYTES, root=root if root is not None else Path(path).parent.parent)
-        return safe_data(torch.load(io.BytesIO(data), weights_only=True), strip_controls=False)
-    # missing, a link, a FIFO, too big, truncated, or not what the runner writes: "no answer"
-    except Exception:
-        return None

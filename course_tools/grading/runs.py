@@ -14,7 +14,6 @@ import dataclasses
 import json
 import os
 import shutil
-import socket
 import stat
 import sys
 import threading
@@ -23,16 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from course_tools.grading.sandboxed.protocol import (BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, SEAL,
-                                                     Plan)
-from course_tools.untrusted import Unreadable, read_bytes, read_fd, read_range, safe_data
+from course_tools.grading.sandboxed.protocol import EVENTS, PLAN, PROBES, RESULT, Plan
+from course_tools.untrusted import Unreadable, read_fd, read_range, safe_data
 
+from .channel import ProbeServer
 from .isolation import INBOX, OUTBOX
-from .limits import Budget, Limits, Stop, backstop, describe_end, measured
+from .limits import Budget, Limits, Stop, backstop, describe_end, describe_exit, measured
 from .sandbox import RUNNER, Sandbox
 
 MAX_ATTEMPTS = 8
-MAX_RESULT_BYTES = 256 << 20  # one replayed result
 MAX_EVENTS_BYTES = 8 << 20
 LOG_TAIL_BYTES = 20_000
 
@@ -49,6 +47,44 @@ class Run:
     log: str = ""
     premature: list[str] = field(default_factory=list)  # what the run asked of the probe server too early
     handed: list[tuple[str, int]] = field(default_factory=list)  # the probe server's log (ProbeServer.log)
+    results: dict[tuple[int, int], bytes] = field(default_factory=dict)  # ProbeServer.results
+    refused: dict[int, str] = field(default_factory=dict)  # probe -> why the server kept no result
+
+    def result(self, probe: int, what: int = RESULT):
+        """The only reader of a replayed check's result (``what``: RESULT, or PERTURBED in check mode)
+        as the runner sent it: unpickled with ``weights_only=True``, so no code runs, and its strings
+        made safe (lone surrogates replaced); None when there is none or it is not what the runner
+        sends."""
+        import io
+
+        import torch
+
+        data = self.results.get((probe, what))
+        try:
+            return None if data is None else safe_data(torch.load(io.BytesIO(data), weights_only=True),
+                                                        strip_controls=False)
+        except Exception:  # truncated, or not what the runner sends: "no answer"
+            return None
+
+    def outcomes(self, first_step: int, replay: list[int], limits: Limits) -> dict[int, dict | None]:
+        """Each probe of ``replay`` (the plan's steps from ``first_step`` on, in order): its result, or
+        why it has none (``error``; ``by_grader``: the grader's own words, not the student's code's)."""
+        outcomes: dict[int, dict | None] = {}
+        for step, k in enumerate(replay, first_step):
+            event = self.steps.get(step, {})
+            if step in self.skipped:  # a limit the step broke, or the notebook stopped
+                outcomes[k] = {"error": self.skipped[step], "by_grader": True}
+            elif isinstance(event.get("exit"), int):  # the check's own process ended (a crash, os._exit)
+                outcomes[k] = {"error": f"not run: {describe_exit(event['exit'], limits)}", "by_grader": True}
+            elif k in self.refused:
+                outcomes[k] = {"error": f"not kept: {self.refused[k]}", "by_grader": True}
+            elif event.get("ok"):
+                outcomes[k] = self.result(k)
+            elif event:
+                outcomes[k] = {"error": str(event.get("error") or "an exception")[:500]}
+            else:
+                outcomes[k] = {"error": "not run: the notebook stopped before it", "by_grader": True}
+        return outcomes
 
     @property
     def tampering(self) -> list[str]:
@@ -142,118 +178,6 @@ class StepWatch:
                                                if e.get("done") is True or e.get("step") in self.after_seal]
 
 
-class ProbeServer:
-    """Hands a run the probes' inputs one check at a time, over the channel the sandbox gives it
-    (``--channel-fd``; :class:`.runner.Inputs` asks), and seals the run before any hidden input.
-
-    Each probe of the run's plan is handed over once, when the runner asks for it as its check
-    starts (a method's probe comes with the input of the call that built its object), and once a
-    check has started it cannot start again in the same run. A hidden check's input is handed over
-    only after the seal (:data:`.protocol.SEAL`), which the runner asks for once every cell and
-    visible check has ended: the server then keeps a copy of every visible result (:meth:`sealed`
-    puts them back in the outbox after the run) and ``on_seal`` marks where the run's events were,
-    so nothing the run does once it may hold a hidden input reaches what the student reads. A request
-    for anything else is refused (an empty answer); a hidden input asked for before the seal, or a
-    seal asked for before every visible check has a result, is what no grading run does
-    (:attr:`premature`). :attr:`log` is the server's own account, in order: ("seal", SEAL) and
-    ("hand", probe).
-    """
-
-    def __init__(self, folder: Path, calls: list[dict], plan: Plan, outbox: Path,
-                 on_seal: Callable[[], None] = lambda: None):
-        self.folder, self.calls, self.on_seal = folder, calls, on_seal
-        self.outbox = outbox  # where the run's outbox is while it runs (the sandbox moves it for a warm run)
-        self.left = set(plan.replay)
-        first = len(plan.cells)
-        self.visible = [k for offset, k in enumerate(plan.replay)
-                        if calls[k].get("segment") != "hidden" and first + offset not in plan.skip]
-        self.results = [f"{k}.pt" for k in self.visible] + \
-            ([f"{k}.perturbed.pt" for k in self.visible] if plan.mode == "check" else [])
-        self.kept: set[str] | None = None  # the visible results there were at the seal, copied to ``vault``
-        self.home, self.vault = outbox, outbox.parent / "sealed"
-        self.premature: list[str] = []
-        self.log: list[tuple[str, int]] = []
-
-    def __call__(self, channel: socket.socket) -> None:
-        while True:
-            request = _exactly(channel, REQUEST.size)
-            if request is None:
-                return
-            (index,) = REQUEST.unpack(request)
-            if index == SEAL:
-                self._seal()
-                channel.sendall(COUNT.pack(0))
-                continue
-            if index not in self.left or (self.kept is None and self.calls[index].get("segment") == "hidden"):
-                if index in self.left:
-                    self.premature.append(f"the run asked for the input of hidden check {index} before "
-                                          "its visible checks had ended")
-                channel.sendall(COUNT.pack(0))
-                continue
-            self.left.discard(index)
-            self.log.append(("hand", index))
-            wanted = [index
-                      ] + ([self.calls[index]["instance"]] if self.calls[index]["kind"] == "method" else [])
-            blobs = [(k, (self.folder / f"{k}.pkl").read_bytes()) for k in wanted]
-            channel.sendall(COUNT.pack(len(blobs)))
-            for k, blob in blobs:
-                channel.sendall(BLOB.pack(k, len(blob)))
-                channel.sendall(blob)
-
-    def _seal(self) -> None:
-        if self.kept is not None:
-            return
-        self.on_seal()
-        self.kept = set()
-        shutil.rmtree(self.vault, ignore_errors=True)
-        self.vault.mkdir()
-        for name in self.results if not self.outbox.is_symlink() else []:  # a link: the run moved it
-            try:
-                data = read_bytes(self.outbox / REPLAY / name, MAX_RESULT_BYTES, root=self.outbox)
-            except Unreadable:
-                continue  # no result, a link, a FIFO: no answer, as it would read after the run
-            (self.vault / name).write_bytes(data)
-            self.kept.add(name)
-        missing = [name.split(".")[0] for name in self.results if name not in self.kept]
-        if missing:
-            self.premature.append(f"the run asked for the seal before visible checks {', '.join(missing)} "
-                                  "had results")
-        self.log.append(("seal", SEAL))
-
-    def sealed(self) -> None:
-        """Once the run has ended: the visible results in the outbox become those kept at the seal
-        (none, where it had none). Without a seal no hidden input was handed over: nothing changes."""
-        if self.kept is None:
-            return
-        for name in self.results:
-            path = self.home / REPLAY / name
-            _remove(path)
-            if name in self.kept:
-                path.parent.mkdir(exist_ok=True)
-                shutil.move(self.vault / name, path)
-        shutil.rmtree(self.vault, ignore_errors=True)
-
-
-def _remove(path: Path) -> None:
-    """Whatever the run left at ``path`` (a file, a link, a FIFO, a folder)."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def _exactly(channel: socket.socket, size: int) -> bytes | None:
-    """``size`` bytes from the run; None when it closed its end first."""
-    chunks, left = [], size
-    while left:
-        chunk = channel.recv(left)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 def _parse(lines: list[bytes]) -> list[dict]:
     """The events among ``lines`` (the student's word: lone surrogates in their text are replaced)."""
     events = []
@@ -308,7 +232,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path
         watch = StepWatch(run.outbox / EVENTS, limits.cell_s,
                           {len(plan.cells) + i for i, k in enumerate(plan.replay)
                            if calls and calls[k].get("segment") == "hidden"})
-        server = ProbeServer(probe_inputs, calls, attempt_plan, run.outbox, watch.seal) \
+        server = ProbeServer(probe_inputs, calls, attempt_plan, limits.outbox_bytes, watch.seal) \
             if probe_inputs is not None else None
         try:
             ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
@@ -317,8 +241,8 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path
         finally:
             events = watch.finish()
             if server is not None:
-                server.sealed()
                 run.premature, run.handed = server.premature, server.log
+                run.results, run.refused = server.results, server.refused
         run.attempts, run.log, run.skipped = attempt, _tail(workdir / "log.txt"), dict(skip)
         run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
         started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]

@@ -46,6 +46,7 @@ from typing import Callable
 
 from course_tools.untrusted import tree_bytes
 
+from .channel import Served
 from .isolation import (
     INBOX,
     OUTBOX,
@@ -156,8 +157,7 @@ class Sandbox:
         ``watch(cpu, wall)``: a limit of the caller's, given the run's CPU and wall-clock seconds so
         far. ``budget``: the student's time for all their runs, charged with this one's.
         ``channel``: serves the parent's end of a socket whose other end the run gets as
-        ``--channel-fd N`` (the probes' inputs, handed over one at a time: :class:`.runs.ProbeServer`);
-        where it has an ``outbox`` attribute, that is set to where the run's outbox is while it runs.
+        ``--channel-fd N`` (the probes' inputs and the checks' results: :class:`.channel.ProbeServer`).
         """
         budget = budget or Budget(limits.student_s)
         if warm and self.isolated and argv[2:4] == ["-m", RUNNER]:
@@ -176,7 +176,7 @@ class Sandbox:
         if uid is not None:
             _own(outbox, uid)
             argv = argv + ["--drop-to", str(uid)]
-        served = _Served(channel)
+        served = Served(channel)
         if served.theirs is not None:
             argv = argv + ["--channel-fd", str(served.theirs.fileno())]
         filter_fd = seccomp_fd() if self.isolated else None
@@ -304,10 +304,8 @@ class Sandbox:
             args = args + ["--drop-to", str(uid)]
         started = time.monotonic()
         zygote.take(inbox, outbox)
-        if hasattr(channel, "outbox"):  # a probe server reads the run's results where the run has them
-            channel.outbox = zygote.outbox
         stop, returncode, printed, usage = None, None, None, Usage(0.0, 0)
-        served = _Served(channel)
+        served = Served(channel)
         try:
             base = zygote.usage().cpu_s  # the zygote's own CPU time so far: not this run's
             reading, writing = os.pipe()
@@ -339,8 +337,6 @@ class Sandbox:
                 printed.join()
             served.close()
             zygote.give_back(inbox, outbox)
-            if hasattr(channel, "outbox"):
-                channel.outbox = outbox
             if returncode is None:
                 zygote.close()
                 self.zygotes.pop(slot, None)
@@ -353,43 +349,6 @@ class Sandbox:
             limits,
             budget,
         )
-
-
-class _Served:
-    """The parent's end of a run's channel (a socket pair), served by ``channel`` in a thread."""
-
-    def __init__(self, channel: Callable[[socket.socket], None] | None):
-        self.ours = self.theirs = self.thread = None
-        if channel is not None:
-            self.ours, self.theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.thread = threading.Thread(target=self._serve, args=(channel,), daemon=True)
-            self.thread.start()
-
-    def _serve(self, channel: Callable[[socket.socket], None]) -> None:
-        try:
-            channel(self.ours)
-        except OSError:  # the run ended, or closed its end: nothing more to serve
-            pass
-
-    def fd(self) -> int | None:
-        return None if self.theirs is None else self.theirs.fileno()
-
-    def handed_over(self) -> None:
-        """The run has its end (passed to the process): the parent's copy of it goes."""
-        if self.theirs is not None:
-            self.theirs.close()
-            self.theirs = None
-
-    def close(self) -> None:
-        self.handed_over()
-        if self.ours is not None:
-            try:
-                self.ours.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            self.thread.join(5.0)
-            self.ours.close()
-            self.ours = None
 
 
 def _own(outbox: Path, uid: int) -> None:

@@ -2,7 +2,7 @@
 
 The feedback shows a visible check's failure with the message of the exception the student's code
 raised: that message is the student's text, written by code that ran in the sandbox. No hidden
-input is in the sandbox before its own check runs (:class:`.runs.ProbeServer`), but a hidden check
+input is in the sandbox before its own check runs (:class:`.channel.ProbeServer`), but a hidden check
 that ran earlier could have left its input where a later visible one reads it, to raise it in the
 message. So, as a second line of defence, every number in the text that matches a hidden check's
 input or expected result (and no visible one) to its first four significant digits or more, every

@@ -21,11 +21,11 @@ from course_tools.untrusted import Missing, Unreadable, no_links, safe_text
 
 from .compare import ARGUMENTS_AFTER, Mismatch, arguments_contract, compare, error_message
 from .copies import pasted_references
-from .limits import Budget, Limits, describe_exit
+from .limits import Budget, Limits
 from .lint import Finding, bound_names, lint, module_names
 from .probe_report import probe_reports
 from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, Check, Result
-from .reference import Reference, load_result, make_plan, redacted_for
+from .reference import Reference, make_plan, redacted_for
 from .runs import Run, run_plan
 from .sandbox import Sandbox
 from .submission import Answers, Cell, answers, graded_plan, read_submission, replay_after, source_cells
@@ -268,22 +268,7 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
                        course_lib=course_lib, warm=True, budget=budget, probe_inputs=context.probe_inputs)
     finally:
         context.slots.put(slot)
-    records = {}
-    for i, k in enumerate(replay):
-        step = len(cells) + i
-        event = run.steps.get(step, {})
-        if step in run.skipped:  # the grader's own words: a limit the step broke, or the notebook stopped
-            records[k] = {"error": run.skipped[step], "by_grader": True}
-        elif isinstance(event.get("exit"), int):  # the check's own process ended (a crash, os._exit)
-            records[k] = {
-                "error": f"not run: {describe_exit(event['exit'], context.limits)}", "by_grader": True
-            }
-        elif event.get("ok"):
-            records[k] = load_result(run.outbox / "replay" / f"{k}.pt")
-        elif event:
-            records[k] = {"error": str(event.get("error") or "an exception")[:500]}
-        else:
-            records[k] = {"error": "not run: the notebook stopped before it", "by_grader": True}
+    records = run.outcomes(len(cells), replay, context.limits)
     return run, records, queued
 
 

@@ -142,11 +142,6 @@ class Zygote:
             pass
         return total - self.inbox_bytes
 
-    @property
-    def outbox(self) -> Path:
-        """Where a run's outbox is while the run has it (:meth:`take`)."""
-        return self.folder / Path(OUTBOX).name
-
     def take(self, inbox: Path, outbox: Path) -> None:
         self.inbox_bytes = ENTRY_BYTES + tree_bytes(inbox)
         os.rename(inbox, self.folder / Path(INBOX).name)

@@ -206,11 +206,11 @@ HARDCODED_DOUBLE = ("def double(x):\n    if isinstance(x, (int, float)) and x in
 WRONG_ATTENTION = "def attention(q, k, v):\n    return v[:, :q.shape[1]]"
 WRONG_AFFINE = ANSWERS["affine"].replace("return x * self.weight + self.bias", "return x")
 HONEST_AFFINE_BODY = ANSWERS["affine"]
-OUTBOX = "/sandbox/out"  # the sandbox's outbox, where the runner writes events.jsonl and replay/<k>.pt
+OUTBOX = "/sandbox/out"  # the sandbox's outbox, where the runner writes events.jsonl
 EVENTS_FIFO = (f"import os\nos.remove('{OUTBOX}/events.jsonl')\nos.mkfifo('{OUTBOX}/events.jsonl')\n\n"
                + ANSWERS["double"])
-# FIFOs where the replayed results go, each with a reader in a thread so that the runner's writes
-# succeed and it reports every replay as done: the FIFOs are what the grader finds afterwards.
+# FIFOs where the replayed results once went, each with a reader in a thread so that the runner's
+# writes succeed: results now go to the grader over the channel, and no thread starts in a run.
 REPLAY_FIFOS = f"""import os, threading, time
 os.makedirs('{OUTBOX}/replay', exist_ok=True)
 _readers = []
@@ -230,8 +230,8 @@ def _drain():
 threading.Thread(target=_drain, daemon=True).start()
 
 """ + ANSWERS["double"]
-# Links where the replayed results go: inside the sandbox /dev/stdin is /dev/null, so the runner's
-# writes succeed; outside, it is the grader's own stdin (in a terminal, a read that waits for a key).
+# Links where the replayed results once went: inside the sandbox /dev/stdin is /dev/null; outside, it
+# is the grader's own stdin (in a terminal, a read that waits for a key), which nothing reads now.
 REPLAY_LINKS = (f"import os\nos.makedirs('{OUTBOX}/replay', exist_ok=True)\nfor _k in range(256):\n"
                 f"    os.symlink('/dev/stdin', f'{OUTBOX}/replay/{{_k}}.pt')\n\n" + ANSWERS["double"])
 # 200 MiB of results in 4 MiB files, each under the per-file limit; slowly enough to be caught mid-step.
@@ -269,7 +269,8 @@ def rnn_step(x_t, h_prev, W_e, W_h, b):
     return _reference(x_t, h_prev, W_e, W_h, b)"""
 # Issue 40's determined students. The probes' channel is a socket in the answer cell's own process:
 # ask it for every hidden check's input (named in the inbox's probes.json) before any check starts.
-READ_AHEAD = """import json, os, socket, stat, struct
+READ_AHEAD = """import json, os, stat, struct
+from multiprocessing.connection import Connection
 
 _STASH = []
 _calls = json.load(open('/sandbox/in/probes.json'))
@@ -279,17 +280,32 @@ for _fd in range(3, 256):
             continue
     except OSError:
         continue
-    _channel = socket.socket(fileno=os.dup(_fd))
+    _channel = Connection(os.dup(_fd))
     for _k, _call in enumerate(_calls):
         if _call.get('segment') == 'hidden':
-            _channel.sendall(struct.pack('<q', _k))
-            for _ in range(struct.unpack('<I', _channel.recv(4))[0]):
-                _probe, _size = struct.unpack('<qQ', _channel.recv(16))
-                _STASH.append(_channel.recv(_size, socket.MSG_WAITALL))
+            _channel.send_bytes(struct.pack('<Bq', 1, _k))
+            for _ in range(struct.unpack('<I', _channel.recv_bytes())[0]):
+                _channel.recv_bytes()
+                _STASH.append(_channel.recv_bytes())
 
 """ + ANSWERS["double"]
 STASH_IN_MESSAGE = ("def softmax(x, dim=-1):\n"
                     "    raise ValueError(''.join('abcdefghij'[b % 10] for blob in _STASH for b in blob))")
+# Results go to the grader over the same channel: softmax sends a forged result for every probe each
+# time it runs, its visible checks' before the seal and its hidden checks' after it.
+FORGED_RESULTS = """import os, stat, struct
+from multiprocessing.connection import Connection
+
+def softmax(x, dim=-1):
+    for fd in range(3, 256):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                channel = Connection(os.dup(fd))
+                for k in range(2000):
+                    channel.send_bytes(struct.pack('<Bq', 2, k) + b'forged')
+        except OSError:
+            continue
+    return torch.softmax(x, dim=dim)"""
 # torch's softmax in a thread, whose torch functions no TorchFunctionMode of the checking thread sees;
 # threading reached as getattr by string, which `operator` hands out
 THREAD_KERNEL = """import operator
@@ -787,11 +803,11 @@ def _fixtures() -> list[Fixture]:
           lambda root: {f"{ASSIGNMENT}.ipynb": Sparse(3 << 30)}, Expected(FAILED, None, why="over the 20 MiB limit")),
         f("events_fifo", "replaces the outbox's events.jsonl with a FIFO (the grader reads the file it created)",
           submission(double=EVENTS_FIFO), Expected(REVIEW, POINTS, why="imports os")),
-        f("replay_fifos", "FIFOs at replay/<k>.pt, read in a thread so that every replay reports done",
-          submission(double=REPLAY_FIFOS),
-          Expected(REVIEW, 0, failed=ALL_CHECKS, why="could not read your function's result")),
-        f("replay_links", "links to /dev/stdin at replay/<k>.pt", submission(double=REPLAY_LINKS),
-          Expected(REVIEW, 0, failed=ALL_CHECKS, why="could not read your function's result")),
+        f("replay_fifos", "FIFOs where results were once read (replay/<k>.pt), drained by a thread: the results "
+                          "go over the channel, and the thread is refused",
+          submission(double=REPLAY_FIFOS), Expected(REVIEW, POINTS - 1, failed=("test_double",), why="imports os")),
+        f("replay_links", "links to /dev/stdin where results were once read (replay/<k>.pt), which the grader "
+                          "no longer reads", submission(double=REPLAY_LINKS), Expected(REVIEW, POINTS, why="imports os")),
         f("outbox_flood", "double writes 200 MiB into the outbox in 4 MiB files", submission(double=OUTBOX_FLOOD),
           Expected(REVIEW, 8, failed=("test_double",), why="wrote more than 64 MiB of results")),
         f("hostile_text", "a lone surrogate and =cmd| in a grade_id, a comment and an error message",
@@ -838,6 +854,9 @@ def _fixtures() -> list[Fixture]:
                         "softmax raises what it got, spelled in letters, in its visible check",
           submission(double=READ_AHEAD, softmax=STASH_IN_MESSAGE),
           Expected(REVIEW, 7, failed=("test_softmax",), why="before its visible checks had ended")),
+        f("forged_results", "softmax sends the grader a forged result for every check, before and after the seal",
+          submission(softmax=FORGED_RESULTS),
+          Expected(REVIEW, 7, failed=("test_softmax",), why="after the seal")),
         f("thread_kernel", "softmax runs torch.softmax in a thread, threading reached by operator.attrgetter",
           submission(softmax=THREAD_KERNEL),
           Expected(REVIEW, 7, failed=("test_softmax",), why="operator.attrgetter")),

@@ -1,3 +1,4 @@
 """What runs inside a student's sandbox: the runner, the warm zygote, probe replay, plain results and the
-file protocol. Imports only the standard library, torch and course_lib: nothing of the trusted grader.
+protocol with the grader. Imports only the standard library, torch and course_lib: nothing of the
+trusted grader.
 """

@@ -11,14 +11,20 @@ import struct
 from dataclasses import asdict, dataclass, field
 
 MODES = ("record", "check", "grade")
-PLAN, PROBES, EVENTS, REPLAY = "plan.json", "probes.json", "events.jsonl", "replay"
-# The channel of the probes' inputs (--channel-fd): the runner asks for one probe, the grader answers
-REQUEST = struct.Struct("<q")  # the probe asked for, or SEAL
-# Asked once every cell and every visible check of the run has ended: the grader keeps the visible
-# results as they are then, and only from then on hands over a hidden check's input.
-SEAL = -1
-COUNT = struct.Struct("<I")  # inputs in the answer (0: refused)
-BLOB = struct.Struct("<qQ")  # one input: its probe, its length; then its bytes
+PLAN, PROBES, EVENTS = "plan.json", "probes.json", "events.jsonl"
+# The channel between the runner and the grader (--channel-fd), framed by multiprocessing.connection:
+# each message from the runner is a HEADER (what, probe) and, for a result, the result's bytes.
+HEADER = struct.Struct("<Bq")
+INPUT = 1  # the runner asks for a probe's input as its check starts; the grader answers with COUNT
+# inputs (0: refused), each a message of its probe (PROBE) and then one of its pickled bytes
+RESULT = 2  # a check's result (torch.save): the grader keeps it, the runner writes no file
+PERTURBED = 3  # check mode: the same check's result from another random state
+# Asked once every cell and every visible check of the run has ended: from then on the grader takes
+# no visible result and hands over hidden checks' inputs; it answers with an empty message.
+SEAL = 4
+DONE = 5  # the runner's last message: every result is sent
+COUNT = struct.Struct("<I")
+PROBE = struct.Struct("<q")
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The **replay** half of the probes (:mod:`.probes` records them): in the student's sandbox, each
 recorded call made again on the student's definitions, its input handed over by the grader when its
-check starts (:class:`course_tools.grading.runs.ProbeServer`), with everything its exercise forbids
+check starts (:class:`course_tools.grading.channel.ProbeServer`), with everything its exercise forbids
 blocked (:func:`guard`); its result (and gradients, where the cell checks them) saved in plain form.
 """
 from __future__ import annotations

@@ -2,22 +2,23 @@
 
 It executes the cells of ``IN/plan.json`` one by one in an IPython shell (so magics and
 ``get_ipython()`` behave as in Jupyter), then replays the grader's probes on the student's
-definitions (:mod:`.probes`). Everything it reports goes to ``OUT``: ``events.jsonl`` (a line when
-each step starts and ends, which the trusted parent also uses to time steps), ``replay/<k>.pt`` and,
-when recording, the probes. Modes: ``record`` runs the instructor's solution with its test cells
-(visible and hidden parts as separate steps of one cell; the hidden part again in a fork for each
-other variant of the hidden inputs the plan names: :mod:`.variants`) and records the probes; ``check`` and
-``grade`` run a plan without test cells (the grader never sends test code to a student's sandbox)
-and replay the probes, ``check`` twice (the second time from another random state). The student's
-code runs in this process, so the parent treats everything here as the student's word, except
-what :func:`course_tools.grading.compare.compare` checks itself.
+definitions (:mod:`.probes`). It reports in ``OUT``: ``events.jsonl`` (a line when each step starts
+and ends, which the trusted parent also uses to time steps) and, when recording, the probes; each
+replayed check's result goes to the parent over the channel as the check ends. Modes: ``record``
+runs the instructor's solution with its test cells (visible and hidden parts as separate steps of
+one cell; the hidden part again in a fork for each other variant of the hidden inputs the plan
+names: :mod:`.variants`) and records the probes; ``check`` and ``grade`` run a plan without test
+cells (the grader never sends test code to a student's sandbox) and replay the probes, ``check``
+twice (the second time from another random state). The student's code runs in this process, so the
+parent treats everything here as the student's word, except what
+:func:`course_tools.grading.compare.compare` checks itself.
 
 No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
 it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
-(:class:`.runs.ProbeServer`). No hidden input is in the sandbox before everything the student will
+(:class:`.channel.ProbeServer`). No hidden input is in the sandbox before everything the student will
 read is final: every cell runs and every visible check replays first; then the runner asks the
-parent to seal the run (:data:`.protocol.SEAL`: the parent keeps the visible results as they are
-then, and ignores whatever comes later but the hidden checks' own results), and only then do the
+parent to seal the run (:data:`.protocol.SEAL`: the parent has the visible results as they are
+then, and takes none but the hidden checks' own results from then on), and only then do the
 hidden checks run, those of each test cell in a fork of their own from the state the notebook
 ended in, each asking for its input as its check starts. So nothing learnt from a hidden input can
 reach a visible outcome, a cell's error or anything else a student reads. What an exercise forbids is blocked
@@ -25,18 +26,18 @@ whenever its code runs: while its answer cell runs and while each of its checks 
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
 import resource
 import shutil
-import socket
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from .protocol import BLOB, COUNT, EVENTS, PLAN, PROBES, REPLAY, REQUEST, SEAL, Plan
+from .protocol import COUNT, DONE, EVENTS, HEADER, INPUT, PERTURBED, PLAN, PROBE, PROBES, RESULT, SEAL, Plan
 
 MESSAGE_CHARS = 2_000
 
@@ -53,41 +54,38 @@ class Events:
             os.write(self.fd, (json.dumps(event) + "\n").encode())
 
 
-class Inputs:
-    """The probes' inputs, asked of the trusted grader one check at a time (see
-    :class:`.runs.ProbeServer`)."""
+class Channel:
+    """The runner's end of the channel to the trusted grader (see :class:`.channel.ProbeServer`): the
+    probes' inputs, asked for one check at a time, and every check's result, sent as it ends (the
+    grader keeps them; no result is a file the student's code could reach)."""
 
     def __init__(self, fd: int):
-        self.channel = socket.socket(fileno=fd)
+        from multiprocessing.connection import Connection
+
+        self.connection = Connection(fd)
 
     def fetch(self, index: int) -> dict[int, bytes]:
         """Probe ``index``'s pickled input, and that of the call that built its object (a method's)."""
-        self.channel.sendall(REQUEST.pack(index))
-        (count,) = COUNT.unpack(self._exactly(COUNT.size))
+        self.connection.send_bytes(HEADER.pack(INPUT, index))
+        (count,) = COUNT.unpack(self.connection.recv_bytes())
         if count == 0:
             raise RuntimeError(
                 f"the grader did not hand over the input of check {index}: it hands each check's "
                 "input over once, when that check starts")
         blobs = {}
         for _ in range(count):
-            probe, size = BLOB.unpack(self._exactly(BLOB.size))
-            blobs[probe] = self._exactly(size)
+            (probe,) = PROBE.unpack(self.connection.recv_bytes())
+            blobs[probe] = self.connection.recv_bytes()
         return blobs
+
+    def send(self, what: int, index: int, data: bytes = b"") -> None:
+        """A message for the grader: a check's result (``RESULT``, ``PERTURBED``) or ``DONE``."""
+        self.connection.send_bytes(HEADER.pack(what, index) + data)
 
     def seal(self) -> None:
         """Every cell and visible check has ended: the grader keeps their results as they are now."""
-        self.channel.sendall(REQUEST.pack(SEAL))
-        self._exactly(COUNT.size)
-
-    def _exactly(self, size: int) -> bytes:
-        chunks, left = [], size
-        while left:
-            chunk = self.channel.recv(min(left, 1 << 20))
-            if not chunk:
-                raise RuntimeError("the grader closed the channel of the probes' inputs")
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        self.connection.send_bytes(HEADER.pack(SEAL, 0))
+        self.connection.recv_bytes()
 
 
 def _drop_privileges(uid: int) -> None:
@@ -190,7 +188,7 @@ def main(argv: list[str]) -> int:
 
     # Everything the grading needs, bound here before any student code runs: rebinding the modules'
     # names afterwards changes nothing the runner calls.
-    replay, guard, save = replaying.replay, replaying.guard, torch.save
+    replay, guard, save, BytesIO = replaying.replay, replaying.guard, torch.save, io.BytesIO
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     recorder = probes.Recorder() if plan.mode == "record" else None
     if recorder:
@@ -201,8 +199,7 @@ def main(argv: list[str]) -> int:
     captured: dict = {}
     calls = None if recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
     guards = {} if recorder else replaying.exercise_guards(calls)
-    inputs = Inputs(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
-    (outbox / REPLAY).mkdir(exist_ok=True)
+    channel = Channel(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
     last = len(plan.cells) - 1
     if plan.students_filter:  # the last thing before the first cell: nothing of the runner's needs a thread
         _one_thread_and_no_programs(bytes.fromhex(plan.students_filter))
@@ -266,11 +263,16 @@ def main(argv: list[str]) -> int:
                 failed = failed or f"on the hidden inputs of variant {variant}: {part.error}"
         return failed
 
+    def send(what: int, index: int, record: dict) -> None:
+        buffer = BytesIO()
+        save(record, buffer)  # into memory: torch.save to a file costs eight times as much
+        channel.send(what, index, buffer.getbuffer())
+
     def check(index: int) -> None:
         """Replay probe ``index`` (from several random states when it is random, and once more from
-        another in check mode) and save what it gave."""
+        another in check mode) and send the grader what it gave."""
         process = os.getpid()
-        given = inputs.fetch(index)
+        given = channel.fetch(index)
         once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
                                         resolve=resolve_dotted, guarded=guards.get(
                                             calls[index]["target"], []), bind_references=plan.bind, **options)
@@ -280,14 +282,9 @@ def main(argv: list[str]) -> int:
             record = once()
         if os.getpid() != process:  # a fork of the student's code came back here: it must stop
             os._exit(0)
-        save(record, outbox / REPLAY / f"{index}.pt")
+        send(RESULT, index, record)
         if plan.mode == "check":
-            save(once(perturb=True), outbox / REPLAY / f"{index}.perturbed.pt")
-
-    def replayed(index: int) -> bool:
-        """Whether probe ``index`` wrote its result (and, checking the solution, its perturbed one)."""
-        return (outbox / REPLAY / f"{index}.pt").is_file() and \
-            (plan.mode != "check" or (outbox / REPLAY / f"{index}.perturbed.pt").is_file())
+            send(PERTURBED, index, once(perturb=True))
 
     def hidden_checks(group: list[tuple[int, int]], names: tuple[dict, dict]) -> None:
         """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
@@ -298,6 +295,8 @@ def main(argv: list[str]) -> int:
         student's code saw when that test ran. A fork that dies ends the check it was in (the parent
         says how); the rest run in a new fork."""
         while group:
+            reading, writing = os.pipe()  # the fork says which checks it finished, a probe at a time
+
             def each() -> None:
                 events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
                 for now, then in zip((shell.user_ns, captured), names):
@@ -307,9 +306,14 @@ def main(argv: list[str]) -> int:
                     events.emit(step=step, start=True)
                     check(index)
                     events.emit(step=step, ok=True)
+                    os.write(writing, PROBE.pack(index))
 
             status = _in_fork(each)
-            left = [(step, index) for step, index in group if not replayed(index)]
+            os.close(writing)
+            with os.fdopen(reading, "rb") as finished:
+                done = {PROBE.unpack_from(chunk)[0] for chunk in iter(lambda: finished.read(PROBE.size), b"")
+                        if len(chunk) == PROBE.size}
+            left = [(step, index) for step, index in group if index not in done]
             if not left:
                 return
             (step, _), group = left[0], left[1:]
@@ -349,13 +353,15 @@ def main(argv: list[str]) -> int:
         if not recorder:
             replay_after(step)
     if deferred:
-        inputs.seal()
+        channel.seal()
         for group, names in deferred.values():
             hidden_checks(group, names)
     sys.stdout.flush()
     if recorder:
         merge(recorder, hidden_parts)
         recorder.save(outbox)
+    if channel:
+        channel.send(DONE, 0)
     events.emit(done=True)
     sys.stdout.flush()
     os._exit(0)  # skip interpreter shutdown: the student's atexit hooks and finalisers must not run
