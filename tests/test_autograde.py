@@ -883,17 +883,17 @@ def test_jobs_bounds_the_sandboxes_and_comparing_overlaps_them(tmp_path, monkeyp
     seen = {"most": 0, "slots": set(), "compared_while_running": 0}
     run_plan, mismatch = grader.run_plan, grader._mismatch
 
-    def watched_run_plan(sandbox, workdir, plan, inputs, limits, slot, **options):
+    def watched_run_plan(sandbox, spec):
         with lock:
-            assert slot not in running, f"slot {slot} runs two sandboxes at once"
-            running.append(slot)
+            assert spec.slot not in running, f"slot {spec.slot} runs two sandboxes at once"
+            running.append(spec.slot)
             seen["most"] = max(seen["most"], len(running))
-            seen["slots"].add(slot)
+            seen["slots"].add(spec.slot)
         try:
-            return run_plan(sandbox, workdir, plan, inputs, limits, slot, **options)
+            return run_plan(sandbox, spec)
         finally:
             with lock:
-                running.remove(slot)
+                running.remove(spec.slot)
 
     def slow_mismatch(context, k, got):
         time.sleep(0.02)

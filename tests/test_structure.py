@@ -287,3 +287,82 @@ def test_a_group_of_tests_runs_on_one_xdist_worker(tmp_path):
                for _, test, group in passed}
     assert set(workers) == {("test_marked", "@g"), ("test_with_the_fixture", "@batch"), ("test_free", "")}
     assert len(workers["test_marked", "@g"]) == len(workers["test_with_the_fixture", "@batch"]) == 1
+
+
+# --------------------------------------------------------------- one way into the sandbox ----
+def _uses(tree: ast.AST, attribute: str) -> list[int]:
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr == attribute]
+
+
+def test_one_way_into_the_sandbox():
+    """A run's settings are one frozen RunSpec: Sandbox.run takes nothing else, only runs.run_plan calls
+    it, and only protocol.runner_arguments writes the runner's command line (read by argparse)."""
+    import dataclasses
+    import inspect
+
+    from course_tools.grading.sandbox import Sandbox
+    from course_tools.grading.spec import RunSpec
+
+    assert dataclasses.is_dataclass(RunSpec) and RunSpec.__dataclass_params__.frozen
+    assert list(inspect.signature(Sandbox.run).parameters) == ["self", "spec", "watch", "channel"]
+    tooling = list(_modules("course_tools"))
+    callers = {path.name for path, tree in tooling for line in _uses(tree, "run")
+               if "sandbox.run(" in path.read_text(encoding="utf-8").splitlines()[line - 1]}
+    assert callers == {"runs.py"}, callers
+    spelled = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in tooling
+               for node in _code_strings(tree) if node.value in ("--channel-fd", "--drop-to")
+               and path.name != "protocol.py"]
+    assert not spelled, spelled
+
+
+def test_one_reader_of_a_runs_results():
+    """The results a run sent are read and interpreted in runs.py alone (Run.result, Run.outcomes),
+    for the grading stages and the reference build alike; the probe server (channel.py) keeps them.
+    (Inside the sandbox, the recorder's own ``results`` are the solution's, written, not read.)"""
+    trusted = [(path, tree) for path, tree in _modules("course_tools", "benchmarks")
+               if "sandboxed" not in path.parts and path.name not in ("runs.py", "channel.py")]
+    found = [f"{path.relative_to(ROOT)}:{line}" for path, tree in trusted
+             for attribute in ("results", "refused") for line in _uses(tree, attribute)
+             if path.parent.name == "grading"
+             or "run" in path.read_text(encoding="utf-8").splitlines()[line - 1]]
+    assert not found, "\n".join(found)
+
+
+# Functions of the grading path longer than LONGEST lines or with more than MOST_PARAMETERS parameters,
+# and why each stays so: a new one fails here, and so does an entry that no longer needs its reason.
+LONGEST, MOST_PARAMETERS = 80, 6
+ALLOWED = {
+    "autograde.py:autograde": "the `course autograde` command's options, all but three keyword-only",
+    "autograde.py:batch": "three keyword-only options of the batch (jobs, isolation, variants, key)",
+    "autograde.py:grade_all": "the batch's shared state for its progress loop; one caller, in this module",
+    "compare.py:_compare": "a recursive walk: two of its parameters are its accumulator and path",
+    "feedback.py:page": "the parts of one feedback page, each rendered in its own section",
+    "gradebook.py:save": "the gradebook row nbgrader's API takes, field by field",
+    "isolation.py:bwrap_command": "bubblewrap's command line for both a run and a zygote, which differ in "
+                                  "their shared folder",
+    "probe_report.py:probe_reports": "the explanation joins each test cell's calls, texts, outcomes and "
+                                     "verdicts",
+    "reference.py:build_references": "keyword-free public API of the reference build, called by autograde "
+                                     "and the benchmarks",
+    "reference.py:_save_variant": "one variant's part of the record, written from the build's locals",
+    "reference.py:_what_the_release_passes": "a step of build_references with its locals",
+    "reference.py:make_plan": "every field of a Plan, most of them keyword options with defaults",
+    "replay.py:replay": "inside the sandbox: the runner binds everything before student code runs, so "
+                        "the replay takes its tools as arguments instead of looking them up",
+}
+
+
+def test_functions_of_the_grading_path_are_short_and_take_few_parameters():
+    over = {}
+    for path, tree in _modules("course_tools/grading"):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                arguments = node.args
+                count = len([a for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+                             if a.arg not in ("self", "cls")])
+                lines = node.end_lineno - node.lineno + 1
+                if lines > LONGEST or count > MOST_PARAMETERS:
+                    over[f"{path.name}:{node.name}"] = f"{lines} lines, {count} parameters"
+    assert set(over) - set(ALLOWED) == set(), {k: v for k, v in over.items() if k not in ALLOWED}
+    assert set(ALLOWED) - set(over) == set(), f"no longer over the limits: {set(ALLOWED) - set(over)}"

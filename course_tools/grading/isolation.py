@@ -112,13 +112,6 @@ def bwrap_command(bwrap: str, root: bool, argv: list[str], inbox: Path, outbox: 
     return command + ["--chdir", SCRATCH, "--"] + argv
 
 
-def remap(argument: str, mapping: dict[str, str]) -> str:
-    for inside, outside in mapping.items():
-        if argument == inside or argument.startswith(inside + "/"):
-            return outside + argument[len(inside):]
-    return argument
-
-
 def environment(limits: Limits, scratch: str) -> dict[str, str]:
     """A clean environment: nothing of the instructor's leaks in; smoke profile as under nbgrader."""
     threads = str(limits.threads)

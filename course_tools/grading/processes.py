@@ -28,29 +28,40 @@ class Usage:
     resident_bytes: int
 
 
-def watch_limits(finished: Callable[[float], bool], started: float, printed: "Drain",
-                 written: Callable[[int], int], limits: Limits, watch: Callable[[float, float], Stop | None],
-                 usage: Callable[[], "Usage"], budget: Budget, base: float) -> tuple[Stop | None, "Usage"]:
-    """Wait for ``finished`` (given how long it may wait) while the run keeps within ``limits`` and
-    ``budget``: the limit it broke (None when it finished first), and its usage as last measured
-    (CPU seconds since ``base``)."""
+@dataclass
+class Watched:
+    """A run as the parent sees it while it goes on."""
+
+    finished: Callable[[float], bool]  # whether it has ended, waiting at most the seconds given
+    started: float  # time.monotonic() when it started
+    printed: "Drain"  # its output
+    written: Callable[[int], int]  # the bytes it has written (the count may stop above the number given)
+    usage: Callable[[], "Usage"]  # CPU seconds and resident memory of its processes
+    base: float = 0.0  # CPU seconds before the run (a warm zygote's own): not the run's
+
+
+def watch_limits(run: Watched, limits: Limits, budget: Budget,
+                 watch: Callable[[float, float], Stop | None]) -> tuple[Stop | None, "Usage"]:
+    """Wait for ``run`` to finish while it keeps within ``limits``, ``budget`` and ``watch`` (a limit
+    of the caller's, given the run's CPU and wall-clock seconds so far): the limit it broke (None
+    when it finished first), and its usage as last measured."""
     polls, last = 0, Usage(0.0, 0)
-    while not finished(POLL_S):
+    while not run.finished(POLL_S):
         polls += 1
-        wall = time.monotonic() - started
+        wall = time.monotonic() - run.started
         if polls % USAGE_EVERY == 0:
-            now = usage()
-            last = Usage(now.cpu_s - base, now.resident_bytes)
+            now = run.usage()
+            last = Usage(now.cpu_s - run.base, now.resident_bytes)
         cpu_used, wall_used = budget.cpu_used + last.cpu_s, budget.wall_used + wall
         if cpu_used > budget.cpu_s:
             return Stop("budget", measured(cpu_used, wall_used)), last
         if wall_used > budget.wall_s:
             return Stop("budget-wall", measured(cpu_used, wall_used)), last
-        if printed.total > limits.output_bytes:
+        if run.printed.total > limits.output_bytes:
             return Stop("output"), last
         if last.resident_bytes > limits.memory_bytes:
             return Stop("memory"), last
-        if polls % OUTBOX_EVERY == 0 and written(limits.outbox_bytes) > limits.outbox_bytes:
+        if polls % OUTBOX_EVERY == 0 and run.written(limits.outbox_bytes) > limits.outbox_bytes:
             return Stop("outbox"), last
         stop = watch(last.cpu_s, wall)
         if stop:
@@ -58,12 +69,13 @@ def watch_limits(finished: Callable[[float], bool], started: float, printed: "Dr
     return None, last
 
 
-def ended(returncode: int, stop: Stop | None, started: float, usage: "Usage", written: Callable[[int], int],
-           limits: Limits, budget: Budget) -> Ended:
-    wall = time.monotonic() - started
+def ended(run: Watched, returncode: int, stop: Stop | None, usage: "Usage", limits: Limits,
+          budget: Budget) -> Ended:
+    """How ``run`` ended, its time charged to ``budget``."""
+    wall = time.monotonic() - run.started
     budget.cpu_used += usage.cpu_s
     budget.wall_used += wall
-    if not stop and written(limits.outbox_bytes) > limits.outbox_bytes:
+    if not stop and run.written(limits.outbox_bytes) > limits.outbox_bytes:
         stop = Stop("outbox")  # filled between two measurements and exited: over the quota all the same
     return Ended(returncode, stop.why if stop else "", wall, usage.cpu_s, stop.measured if stop else "")
 

@@ -32,6 +32,7 @@ from .redacted import redacted_course_lib
 from .runs import Run, run_plan
 from .seccomp import students_program
 from .sandbox import Sandbox
+from .spec import RunSpec
 from .submission import Answers, Cell, graded_plan, release_stubs, replay_after
 from .variants import variant_probes
 
@@ -169,18 +170,17 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         return found
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
         plan = make_plan("record", cells, limits, variants=[v for v in missing if v])
-        record = run_plan(sandbox, Path(scratch) / "record", plan, files, limits)
+        record = run_plan(sandbox, RunSpec.of(plan, Path(scratch) / "record", files, limits))
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
         solution = Answers({c.grade_id: c.source for c in cells if c.kind == "solution"})
         check_cells = graded_plan(cells, solution, {})
-        check = run_plan(
-            sandbox,
-            Path(scratch) / "check",
+        replaying = {**files, "probes.json": record.outbox / "probes.json"}
+        check = run_plan(sandbox, RunSpec.of(
             make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
-            {**files, "probes.json": record.outbox / "probes.json"}, limits, course_lib=redacted_for(
-                assignment, cells, calls), probe_inputs=record.outbox / "probes")
+            Path(scratch) / "check", replaying, limits, course_lib=redacted_for(assignment, cells, calls),
+            probe_inputs=record.outbox / "probes"))
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
         usable = {}
         for k, call in enumerate(calls):
@@ -201,12 +201,10 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
                            record.outbox / "probes" / f"{k}.expected.pt")
         sampled = [k for k, call in enumerate(calls) if call.get("sampled")]
         if sampled:
-            samples = run_plan(
-                sandbox,
-                Path(scratch) / "samples",
-                make_plan("grade", check_cells, limits, cells, calls, sampled,
-                          sampled=sampled), {**files, "probes.json": record.outbox / "probes.json"}, limits,
-                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes")
+            samples = run_plan(sandbox, RunSpec.of(
+                make_plan("grade", check_cells, limits, cells, calls, sampled, sampled=sampled),
+                Path(scratch) / "samples", replaying, limits,
+                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes"))
             for k in sampled:
                 result = samples.result(k)
                 if isinstance(result, dict) and compare(result, result) is None:
@@ -291,9 +289,10 @@ def _what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox:
     if not stubs or not kept:
         return {}
     plan_cells = graded_plan(cells, Answers({}), stubs)
-    run = run_plan(sandbox, scratch / "release", make_plan("grade", plan_cells, limits, cells, calls, kept),
-                   {**files, "probes.json": recorded / "probes.json"}, limits,
-                   course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes")
+    run = run_plan(sandbox, RunSpec.of(
+        make_plan("grade", plan_cells, limits, cells, calls, kept), scratch / "release",
+        {**files, "probes.json": recorded / "probes.json"}, limits,
+        course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes"))
     passes = {}
     for k, got in run.outcomes(len(plan_cells), kept, limits).items():
         expected = torch.load(recorded / "probes" / f"{k}.expected.pt", weights_only=True)

@@ -15,20 +15,18 @@ import json
 import os
 import shutil
 import stat
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from course_tools.grading.sandboxed.protocol import EVENTS, PLAN, PROBES, RESULT, Plan
+from course_tools.grading.sandboxed.protocol import EVENTS, PLAN, PROBES, RESULT
 from course_tools.untrusted import Unreadable, read_fd, read_range, safe_data
 
 from .channel import ProbeServer
-from .isolation import INBOX, OUTBOX
-from .limits import Budget, Limits, Stop, backstop, describe_end, describe_exit, measured
-from .sandbox import RUNNER, Sandbox
+from .limits import Ended, Limits, Stop, backstop, describe_end, describe_exit, measured
+from .sandbox import Sandbox
+from .spec import RunSpec
 
 MAX_ATTEMPTS = 8
 MAX_EVENTS_BYTES = 8 << 20
@@ -191,59 +189,22 @@ def _parse(lines: list[bytes]) -> list[dict]:
     return events
 
 
-def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path], limits: Limits,
-             slot: int = 0, related: Callable[[int], list[int]] = lambda step: [],
-             course_lib: Path | None = None, warm: bool = False, budget: Budget | None = None,
-             probe_inputs: Path | None = None) -> Run:
-    """Run ``plan`` (see :mod:`.runner`) with ``inputs`` (name in the inbox -> file or folder), with
-    ``course_lib`` (a redacted copy) in place of the installed package when given; ``warm``: in the
-    slot's zygote (see :meth:`.Sandbox.run`). ``budget``: the student's time for all their runs
-    (by default this run's own, of ``limits.student_s``). ``probe_inputs``: the folder of the
-    probes' pickled inputs (``<k>.pkl``), handed to the run one check at a time (:class:`ProbeServer`),
-    never put in its inbox.
-
-    ``related(step)`` names the steps to skip along with a step that broke the process (the
-    replays of a test cell that crashed, the other replays of a function that crashed).
-    """
-    inbox = workdir / "in"
-    inbox.mkdir(parents=True, exist_ok=True)
-    # Hard links instead of copies where the run cannot write to them: a read-only inbox, or a root
-    # grader whose runs drop to a slot user.
-    copy = link_or_copy if sandbox.isolated and (sandbox.root or not warm) else shutil.copy2
-    for name, path in inputs.items():
-        if path.is_dir():
-            shutil.copytree(path, inbox / name, dirs_exist_ok=True, copy_function=copy)
-        else:
-            shutil.copy(path, inbox / name)
-    _readable_by_the_sandbox(inbox)
-    budget = budget or Budget(limits.student_s)
-    calls = json.loads((inbox / PROBES).read_text(encoding="utf-8")) if probe_inputs is not None else []
+def run_plan(sandbox: Sandbox, spec: RunSpec) -> Run:
+    """Run ``spec`` (its plan: see :mod:`.runner`), again from the start with each step skipped that
+    broke a limit or the process (and the steps ``spec.related`` names with it), at most
+    ``MAX_ATTEMPTS`` times. The probes' inputs (``spec.probe_inputs``) never go in the inbox: the
+    run gets them one check at a time over its channel (:class:`ProbeServer`)."""
+    _fill_the_inbox(sandbox, spec)
+    plan, limits = spec.plan, spec.limits
+    calls = [] if spec.probe_inputs is None else json.loads((spec.inbox / PROBES).read_text(encoding="utf-8"))
     steps = len(plan.cells) + len(plan.replay)
     skip: dict[int, str] = {}
     started = time.monotonic()
-    run = Run(workdir / "out")
-    argv = [sys.executable, "-I", "-m", RUNNER, INBOX, OUTBOX]
+    run = Run(spec.outbox)
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        shutil.rmtree(run.outbox, ignore_errors=True)
-        run.outbox.mkdir()
-        (inbox / PLAN).write_text(dataclasses.replace(plan, skip=dict(skip)).dumps(), encoding="utf-8")
-        os.chmod(inbox / PLAN, 0o644)
-        attempt_plan = dataclasses.replace(plan, skip=dict(skip))
-        watch = StepWatch(run.outbox / EVENTS, limits.cell_s,
-                          {len(plan.cells) + i for i, k in enumerate(plan.replay)
-                           if calls and calls[k].get("segment") == "hidden"})
-        server = ProbeServer(probe_inputs, calls, attempt_plan, limits.outbox_bytes, watch.seal) \
-            if probe_inputs is not None else None
-        try:
-            ended = sandbox.run(argv, inbox=inbox, outbox=run.outbox, log=workdir / "log.txt", slot=slot,
-                                limits=limits, watch=watch, course_lib=course_lib, warm=warm, budget=budget,
-                                channel=server)
-        finally:
-            events = watch.finish()
-            if server is not None:
-                run.premature, run.handed = server.premature, server.log
-                run.results, run.refused = server.results, server.refused
-        run.attempts, run.log, run.skipped = attempt, _tail(workdir / "log.txt"), dict(skip)
+        this = dataclasses.replace(spec, plan=dataclasses.replace(plan, skip=dict(skip)))
+        ended, events = _attempt(sandbox, this, calls, run)
+        run.attempts, run.log, run.skipped = attempt, _tail(spec.log), dict(skip)
         run.steps = {e["step"]: e for e in events if "ok" in e and 0 <= e.get("step", -1) < steps}
         started_steps = [e["step"] for e in events if e.get("start") and 0 <= e.get("step", -1) < steps]
         culprit = started_steps[-1] if started_steps and started_steps[-1] not in run.steps else None
@@ -257,7 +218,7 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path
             run.failure = f"the grading process stopped before its first cell: {describe_end(ended, limits)}"
             break
         skip[culprit] = f"not run: {describe_end(ended, limits)}"
-        for step in related(culprit):
+        for step in spec.related(culprit):
             skip.setdefault(step, f"not run: step {culprit} {describe_end(ended, limits)}")
         if ended.why in ("budget", "budget-wall"):
             run.steps[culprit] = {"step": culprit, "ok": False, "error": skip[culprit], "skipped": True}
@@ -265,6 +226,42 @@ def run_plan(sandbox: Sandbox, workdir: Path, plan: Plan, inputs: dict[str, Path
             break
     run.seconds = time.monotonic() - started
     return run
+
+
+def _fill_the_inbox(sandbox: Sandbox, spec: RunSpec) -> None:
+    spec.inbox.mkdir(parents=True, exist_ok=True)
+    # Hard links instead of copies where the run cannot write to them: a read-only inbox, or a root
+    # grader whose runs drop to a slot user.
+    copy = link_or_copy if sandbox.isolated and (sandbox.root or not spec.warm) else shutil.copy2
+    for name, path in spec.inputs.items():
+        if path.is_dir():
+            shutil.copytree(path, spec.inbox / name, dirs_exist_ok=True, copy_function=copy)
+        else:
+            shutil.copy(path, spec.inbox / name)
+    _readable_by_the_sandbox(spec.inbox)
+
+
+def _attempt(sandbox: Sandbox, spec: RunSpec, calls: list[dict], run: Run) -> tuple[Ended, list[dict]]:
+    """One attempt at ``spec`` (its plan with this attempt's skips), in a fresh outbox: how it ended,
+    and its events; what the probe server heard goes into ``run``."""
+    shutil.rmtree(spec.outbox, ignore_errors=True)
+    spec.outbox.mkdir()
+    (spec.inbox / PLAN).write_text(spec.plan.dumps(), encoding="utf-8")
+    os.chmod(spec.inbox / PLAN, 0o644)
+    first = len(spec.plan.cells)
+    hidden = {first + i for i, k in enumerate(spec.plan.replay) 
+              if calls and calls[k].get("segment") == "hidden"}
+    watch = StepWatch(spec.outbox / EVENTS, spec.limits.cell_s, hidden)
+    server = ProbeServer(spec.probe_inputs, calls, spec.plan, spec.limits.outbox_bytes, watch.seal) \
+        if spec.probe_inputs is not None else None
+    try:
+        ended = sandbox.run(spec, watch, server)
+    finally:
+        events = watch.finish()
+        if server is not None:
+            run.premature, run.handed = server.premature, server.log
+            run.results, run.refused = server.results, server.refused
+    return ended, events
 
 
 def _readable_by_the_sandbox(inbox: Path) -> None:

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from course_tools.grading.sandboxed.protocol import runner_arguments
 from course_tools.untrusted import tree_bytes
 
 from .channel import Served
@@ -55,11 +56,11 @@ from .isolation import (
     bwrap_or_refuse,
     environment,
     installed_course_lib,
-    remap,
     seccomp_fd,
 )
-from .limits import Budget, Ended, Limits, Stop
-from .processes import Drain, Usage, ended, kill, tree_usage, watch_limits
+from .limits import Ended, Limits, Stop
+from .processes import Drain, Usage, Watched, ended, kill, tree_usage, watch_limits
+from .spec import RunSpec
 from .warm import ZYGOTE, Library, Zygote
 
 SLOT_UID_BASE = 64000  # sandboxes of a root grader run as uid/gid 64000 + slot
@@ -133,77 +134,46 @@ class Sandbox:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def run(
-        self,
-        argv: list[str],
-        *,
-        inbox: Path,
-        outbox: Path,
-        log: Path,
-        limits: Limits,
-        slot: int = 0,
-        watch: Callable[[float, float], Stop | None] = lambda cpu, wall: None,
-        course_lib: Path | None = None,
-        warm: bool = False,
-        budget: Budget | None = None,
-        channel: Callable[[socket.socket], None] | None = None,
-    ) -> Ended:
-        """Run ``argv`` (whose paths use INBOX/OUTBOX/SCRATCH) until it exits or breaks a limit.
-
-        ``course_lib``: a folder mounted over the installed course_lib package inside the sandbox
-        (:mod:`.redacted`); the unsafe fallback cannot hide the installed one. ``warm``: ``argv`` runs
-        :mod:`.runner`, and the slot's zygote (:mod:`.zygote`, kept for the batch, its mounted
-        course_lib updated to ``course_lib``) forks it instead of a new Python importing everything again.
-        ``watch(cpu, wall)``: a limit of the caller's, given the run's CPU and wall-clock seconds so
-        far. ``budget``: the student's time for all their runs, charged with this one's.
-        ``channel``: serves the parent's end of a socket whose other end the run gets as
-        ``--channel-fd N`` (the probes' inputs and the checks' results: :class:`.channel.ProbeServer`).
+    def run(self, spec: RunSpec, watch: Callable[[float, float], Stop | None] = lambda cpu, wall: None,
+            channel: Callable[[socket.socket], None] | None = None) -> Ended:
+        """Run the runner on ``spec`` until it exits or breaks a limit: in the slot's zygote when
+        ``spec.warm`` (:mod:`.zygote`, kept for the batch, its mounted course_lib updated to
+        ``spec.course_lib``, forks it instead of a new Python importing everything again), else in a
+        sandbox of its own. The runner's command line is built here, from the spec
+        (:func:`.sandboxed.protocol.runner_arguments`). ``watch(cpu, wall)``: a limit of the caller's,
+        given the run's CPU and wall-clock seconds so far. ``channel``: serves the parent's end of a
+        socket whose other end the run gets as ``--channel-fd N`` (the probes' inputs and the checks'
+        results: :class:`.channel.ProbeServer`). The run's time is charged to ``spec.budget``.
         """
-        budget = budget or Budget(limits.student_s)
-        if warm and self.isolated and argv[2:4] == ["-m", RUNNER]:
-            zygote = self._zygote(slot, limits, course_lib)
+        if spec.warm and self.isolated:
+            zygote = self._zygote(spec.slot, spec.limits, spec.course_lib)
             if zygote is not None:
-                return self._run_warm(
-                    zygote, argv[4:], inbox, outbox, log, limits, slot, watch, budget, channel
-                )
-        scratch = outbox.parent / "scratch"
+                return self._run_warm(zygote, spec, watch, channel)
+        scratch = spec.outbox.parent / "scratch"
         if not self.isolated:
             shutil.rmtree(scratch, ignore_errors=True)
             scratch.mkdir()
-            mapping = {INBOX: str(inbox), OUTBOX: str(outbox), SCRATCH: str(scratch)}
-            argv = [remap(a, mapping) for a in argv]
-        uid = SLOT_UID_BASE + slot if self.isolated and self.root else None
+        uid = SLOT_UID_BASE + spec.slot if self.isolated and self.root else None
         if uid is not None:
-            _own(outbox, uid)
-            argv = argv + ["--drop-to", str(uid)]
+            _own(spec.outbox, uid)
         served = Served(channel)
-        if served.theirs is not None:
-            argv = argv + ["--channel-fd", str(served.theirs.fileno())]
+        arguments = runner_arguments(INBOX if self.isolated else str(spec.inbox),
+                                     OUTBOX if self.isolated else str(spec.outbox), uid, served.fd())
+        argv = [sys.executable, "-I", "-m", RUNNER, *arguments]
         filter_fd = seccomp_fd() if self.isolated else None
-        command = (
-            bwrap_command(self.bwrap, self.root, argv, inbox, outbox, limits, course_lib, filter_fd=filter_fd)
-            if self.isolated
-            else argv
-        )
-        env = environment(limits, mapping[SCRATCH] if not self.isolated else SCRATCH)
+        command = bwrap_command(self.bwrap, self.root, argv, spec.inbox, spec.outbox, spec.limits,
+                                spec.course_lib, filter_fd=filter_fd) if self.isolated else argv
+        env = environment(spec.limits, SCRATCH if self.isolated else str(scratch))
         started = time.monotonic()
         passed = tuple(fd for fd in (served.fd(), filter_fd) if fd is not None)
         try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=scratch if not self.isolated else "/",
-                start_new_session=True,
-                pass_fds=passed,
-            )
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                       cwd=scratch if not self.isolated else "/", pass_fds=passed)
         finally:
             served.handed_over()
             if filter_fd is not None:
                 os.close(filter_fd)
-        printed = Drain(process.stdout, log, limits.output_bytes)
 
         def finished(timeout: float) -> bool:
             try:
@@ -212,18 +182,10 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 return False
 
+        watched = Watched(finished, started, Drain(process.stdout, spec.log, spec.limits.output_bytes),
+                          lambda most: tree_bytes(spec.outbox, most), lambda: tree_usage(process.pid))
         try:
-            stop, usage = watch_limits(
-                finished,
-                started,
-                printed,
-                lambda most: tree_bytes(outbox, most),
-                limits,
-                watch,
-                lambda: tree_usage(process.pid),
-                budget,
-                0.0,
-            )
+            stop, usage = watch_limits(watched, spec.limits, spec.budget, watch)
         except BaseException:  # a bug in a watch, or Ctrl-C: the sandbox must not outlive the grader's loop
             kill(process)
             served.close()
@@ -231,17 +193,10 @@ class Sandbox:
         if stop:
             kill(process)
         process.wait()
-        printed.join()
+        watched.printed.join()
         served.close()
-        return ended(
-            process.returncode if not stop else -signal.SIGKILL,
-            stop,
-            started,
-            usage,
-            lambda most: tree_bytes(outbox, most),
-            limits,
-            budget,
-        )
+        return ended(watched, process.returncode if not stop else -signal.SIGKILL, stop, usage, spec.limits,
+                     spec.budget)
 
     def _zygote(self, slot: int, limits: Limits, course_lib: Path | None) -> "Zygote | None":
         """The slot's warm runner, its course_lib folder holding ``course_lib`` (started, or replaced
@@ -283,49 +238,29 @@ class Sandbox:
         self.zygotes[slot] = zygote
         return zygote
 
-    def _run_warm(
-        self,
-        zygote: "Zygote",
-        args: list[str],
-        inbox: Path,
-        outbox: Path,
-        log: Path,
-        limits: Limits,
-        slot: int,
-        watch: Callable[[float, float], Stop | None],
-        budget: Budget,
-        channel: Callable[[socket.socket], None] | None,
-    ) -> Ended:
+    def _run_warm(self, zygote: "Zygote", spec: RunSpec, watch: Callable[[float, float], Stop | None],
+                  channel: Callable[[socket.socket], None] | None) -> Ended:
         """One run forked by ``zygote``: the inbox and outbox are moved into the one folder its sandbox
         sees for the run, and back after it."""
-        uid = SLOT_UID_BASE + slot if self.root else None
+        uid = SLOT_UID_BASE + spec.slot if self.root else None
         if uid is not None:
-            _own(outbox, uid)
-            args = args + ["--drop-to", str(uid)]
+            _own(spec.outbox, uid)
         started = time.monotonic()
-        zygote.take(inbox, outbox)
-        stop, returncode, printed, usage = None, None, None, Usage(0.0, 0)
+        zygote.take(spec.inbox, spec.outbox)
+        stop, returncode, watched, usage = None, None, None, Usage(0.0, 0)
         served = Served(channel)
         try:
             base = zygote.usage().cpu_s  # the zygote's own CPU time so far: not this run's
             reading, writing = os.pipe()
             try:
-                zygote.send(args, writing, served.fd())
+                zygote.send(INBOX, OUTBOX, uid, writing, served.fd())
             finally:
                 os.close(writing)
                 served.handed_over()
-            printed = Drain(os.fdopen(reading, "rb"), log, limits.output_bytes)
-            stop, usage = watch_limits(
-                zygote.answered,
-                started,
-                printed,
-                zygote.written_bytes,
-                limits,
-                watch,
-                zygote.usage,
-                budget,
-                base,
-            )
+            watched = Watched(zygote.answered, started, Drain(os.fdopen(reading, "rb"), spec.log,
+                                                              spec.limits.output_bytes),
+                              zygote.written_bytes, zygote.usage, base)
+            stop, usage = watch_limits(watched, spec.limits, spec.budget, watch)
             returncode = None if stop else zygote.returncode()
             if returncode is not None:
                 usage = Usage(zygote.usage().cpu_s - base, usage.resident_bytes)
@@ -333,22 +268,16 @@ class Sandbox:
             # a limit, Ctrl-C, or the zygote died: the whole sandbox goes, the zygote with it
             if returncode is None:
                 zygote.stop()
-            if printed is not None:
-                printed.join()
+            if watched is not None:
+                watched.printed.join()
             served.close()
-            zygote.give_back(inbox, outbox)
+            zygote.give_back(spec.inbox, spec.outbox)
             if returncode is None:
                 zygote.close()
-                self.zygotes.pop(slot, None)
-        return ended(
-            -signal.SIGKILL if returncode is None else returncode,
-            stop,
-            started,
-            usage,
-            lambda most: tree_bytes(outbox, most),
-            limits,
-            budget,
-        )
+                self.zygotes.pop(spec.slot, None)
+        watched.written = lambda most: tree_bytes(spec.outbox, most)  # back where the grader put it
+        return ended(watched, -signal.SIGKILL if returncode is None else returncode, stop, usage, spec.limits,
+                     spec.budget)
 
 
 def _own(outbox: Path, uid: int) -> None:

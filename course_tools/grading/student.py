@@ -28,6 +28,7 @@ from .records import FAILED, GRADED, NOT_SUBMITTED, REVIEW, Check, Result
 from .reference import Reference, make_plan, redacted_for
 from .runs import Run, run_plan
 from .sandbox import Sandbox
+from .spec import RunSpec
 from .submission import Answers, Cell, answers, graded_plan, read_submission, replay_after, source_cells
 
 
@@ -262,10 +263,10 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     slot = context.slots.get()
     queued = time.monotonic() - queued
     try:
-        run = run_plan(context.sandbox, workdir, plan,
-                       {**context.files, "probes.json": context.reference.folder / "probes.json"},
-                       context.limits, slot, related=context.related(len(cells), replay),
-                       course_lib=course_lib, warm=True, budget=budget, probe_inputs=context.probe_inputs)
+        run = run_plan(context.sandbox, RunSpec.of(
+            plan, workdir, {**context.files, "probes.json": context.reference.folder / "probes.json"},
+            context.limits, budget, slot=slot, warm=True, course_lib=course_lib,
+            probe_inputs=context.probe_inputs, related=context.related(len(cells), replay)))
     finally:
         context.slots.put(slot)
     records = run.outcomes(len(cells), replay, context.limits)

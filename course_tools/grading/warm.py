@@ -109,9 +109,13 @@ class Zygote:
                 self.reply = {}
         return self.reply is not None
 
-    def send(self, args: list[str], output: int, channel: int | None) -> None:
+    def send(self, inbox: str, outbox: str, drop_to: int | None, output: int, channel: int | None) -> None:
+        """Fork a run of the runner on ``inbox`` and ``outbox`` (as the sandbox sees them), dropping to
+        ``drop_to``, its output on ``output``; the zygote adds ``channel`` to its command line as the
+        number that descriptor has there (:func:`.sandboxed.protocol.runner_arguments`)."""
         self.reply = None
-        socket.send_fds(self.control, [json.dumps({"args": args}).encode()],
+        request = {"inbox": inbox, "outbox": outbox, "drop_to": drop_to}
+        socket.send_fds(self.control, [json.dumps(request).encode()],
                         [output] + ([channel] if channel is not None else []))
 
     def returncode(self) -> int | None:

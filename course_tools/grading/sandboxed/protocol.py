@@ -6,6 +6,7 @@ the whole protocol.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import struct
 from dataclasses import asdict, dataclass, field
@@ -25,6 +26,25 @@ SEAL = 4
 DONE = 5  # the runner's last message: every result is sent
 COUNT = struct.Struct("<I")
 PROBE = struct.Struct("<q")
+
+
+def runner_arguments(inbox: str, outbox: str, drop_to: int | None = None,
+                     channel_fd: int | None = None) -> list[str]:
+    """The runner's command line after ``-m RUNNER`` (:func:`parse_runner_arguments` reads it): the
+    one place it is written, by the launcher for a new Python and by the zygote for a fork."""
+    return [inbox, outbox] + (["--drop-to", str(drop_to)] if drop_to is not None else []) + \
+        (["--channel-fd", str(channel_fd)] if channel_fd is not None else [])
+
+
+def parse_runner_arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="runner", description="one sandboxed run of a plan")
+    parser.add_argument("inbox", help="the plan, the probes' calls and the released files (read-only)")
+    parser.add_argument("outbox", help="where the run reports its events (and, recording, the probes)")
+    parser.add_argument("--drop-to", type=int, default=None, metavar="UID",
+                        help="a root grader's slot user: the run drops to it before anything else")
+    parser.add_argument("--channel-fd", type=int, default=None, metavar="FD",
+                        help="the channel to the grader: the probes' inputs and the checks' results")
+    return parser.parse_args(argv)
 
 
 @dataclass

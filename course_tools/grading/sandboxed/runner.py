@@ -30,14 +30,14 @@ import io
 import json
 import os
 import pickle
-import resource
-import shutil
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from .protocol import COUNT, DONE, EVENTS, HEADER, INPUT, PERTURBED, PLAN, PROBE, PROBES, RESULT, SEAL, Plan
+from .confinement import drop_privileges, one_thread_and_no_programs, prepare
+from .protocol import (COUNT, DONE, EVENTS, HEADER, INPUT, PERTURBED, PROBE, PROBES, RESULT, SEAL, Plan,
+                       parse_runner_arguments)
 
 MESSAGE_CHARS = 2_000
 
@@ -88,36 +88,6 @@ class Channel:
         self.connection.recv_bytes()
 
 
-def _drop_privileges(uid: int) -> None:
-    os.setgroups([])
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-
-
-def _limit(limits: dict) -> None:
-    for name, value in (("RLIMIT_AS", limits["memory_bytes"]), ("RLIMIT_NPROC", limits["processes"]),
-                        ("RLIMIT_FSIZE", limits["file_bytes"]), ("RLIMIT_CORE", 0)):
-        resource.setrlimit(getattr(resource, name), (value, value))
-
-
-def _one_thread_and_no_programs(program: bytes) -> None:
-    """Load ``program`` (``plan.students_filter``): from now on no thread starts and no program is
-    executed in this process and every fork of it (see ``grading.seccomp``). Refusing is final: a
-    filter can only be added to, never taken away."""
-    import ctypes
-
-    class Program(ctypes.Structure):  # struct sock_fprog
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    instructions = ctypes.create_string_buffer(program, len(program))
-    fprog = Program(len(program) // 8, ctypes.addressof(instructions))
-    # PR_SET_NO_NEW_PRIVS (bubblewrap has set it already), then PR_SET_SECCOMP with SECCOMP_MODE_FILTER
-    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
-        error = ctypes.get_errno()
-        raise OSError(error, f"the runner could not load its seccomp filter: {os.strerror(error)}")
-
-
 def _shell():
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -160,97 +130,118 @@ def _in_fork(work) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-def main(argv: list[str]) -> int:
-    inbox, outbox = Path(argv[0]), Path(argv[1])
-    if "--drop-to" in argv:
-        _drop_privileges(int(argv[argv.index("--drop-to") + 1]))
-    plan = Plan.loads((inbox / PLAN).read_text(encoding="utf-8"))
-    _limit(plan.limits)
-    for folder in ("tmp", "runs"):
-        (Path(os.environ.get("HOME", ".")) / folder).mkdir(exist_ok=True)
-    if (inbox / "files").is_dir():  # the files released beside the notebook (never the student's own)
-        for path in (inbox / "files").iterdir():
-            if path.is_dir():
-                shutil.copytree(path, path.name)
-            elif path.suffix != ".ipynb":
-                shutil.copy(path, path.name)
-    sys.path[:] = [p for p in sys.path if p not in ("", ".", os.getcwd())]  # no torch.py from the cwd
-    events = Events(outbox / EVENTS)
-    main_pid = os.getpid()
+def _stop_in_a_fork(pid: int) -> None:
+    """A fork of the student's code that came back into the runner (``pid`` is the process that
+    should be here) must stop: only the run's own processes report."""
+    if os.getpid() != pid:
+        os._exit(0)
 
-    import torch  # noqa: F401 (imported before any student code, with the thread count set)
 
-    from course_lib.guards import forbid, resolve_dotted
+class Runner:
+    """One run of ``plan``: its cells in order, each visible check after its test cell, then the seal
+    and the hidden checks (:meth:`run`). Everything the grading needs is bound here before any
+    student code runs: rebinding the modules' names afterwards changes nothing the runner calls."""
 
-    from . import probes
-    from . import replay as replaying
-    from .variants import hidden_calls, merge, reseed
+    def __init__(self, plan: Plan, inbox: Path, outbox: Path, channel: Channel | None):
+        import torch
 
-    # Everything the grading needs, bound here before any student code runs: rebinding the modules'
-    # names afterwards changes nothing the runner calls.
-    replay, guard, save, BytesIO = replaying.replay, replaying.guard, torch.save, io.BytesIO
-    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    recorder = probes.Recorder() if plan.mode == "record" else None
-    if recorder:
-        recorder.install()
-    hidden_parts: list = []  # record mode: what the other variants' hidden parts recorded, in forks
-    shell = _shell()
-    skip = plan.skip
-    captured: dict = {}
-    calls = None if recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
-    guards = {} if recorder else replaying.exercise_guards(calls)
-    channel = Channel(int(argv[argv.index("--channel-fd") + 1])) if "--channel-fd" in argv else None
-    last = len(plan.cells) - 1
-    if plan.students_filter:  # the last thing before the first cell: nothing of the runner's needs a thread
-        _one_thread_and_no_programs(bytes.fromhex(plan.students_filter))
-    after = plan.replay_after
+        from course_lib.guards import forbid, resolve_dotted
 
-    def run_cell(cell: dict, step: int) -> None:
+        from . import probes
+        from . import replay as replaying
+        from .variants import hidden_calls, merge, reseed
+
+        self.plan, self.outbox, self.channel = plan, outbox, channel
+        self.events, self.pid = Events(outbox / EVENTS), os.getpid()
+        self.forbid, self.resolve, self.sample_seeds = forbid, resolve_dotted, probes.SAMPLE_SEEDS
+        self.replay, self.guard = replaying.replay, replaying.guard
+        self.save, self.BytesIO = torch.save, io.BytesIO
+        self.hidden_calls, self.merge, self.reseed = hidden_calls, merge, reseed
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        self.recorder = probes.Recorder() if plan.mode == "record" else None
+        if self.recorder:
+            self.recorder.install()
+        self.hidden_parts: list = []  # record mode: what the other variants' hidden parts recorded, in forks
+        self.shell = _shell()
+        self.captured: dict = {}
+        self.calls = None if self.recorder else json.loads((inbox / PROBES).read_text(encoding="utf-8"))
+        self.guards = {} if self.recorder else replaying.exercise_guards(self.calls)
+        # test cell -> its hidden probes (step, index), and the names bound where it stood
+        self.deferred: dict[str, tuple[list[tuple[int, int]], tuple[dict, dict]]] = {}
+
+    def run(self) -> None:
+        plan, recorder, events = self.plan, self.recorder, self.events
+        if plan.students_filter:  # the last thing before the first cell: no thread of the runner's needed
+            one_thread_and_no_programs(bytes.fromhex(plan.students_filter))
+        if not recorder:
+            self.replay_after(-1)  # probes of a test cell that stood before every cell of the plan
+        for step, cell in enumerate(plan.cells):
+            if step in plan.skip:
+                events.emit(step=step, ok=False, error=plan.skip[step], skipped=True)
+            else:
+                self.run_cell(cell, step)
+            if not recorder:
+                self.replay_after(step)
+        if self.deferred:
+            self.channel.seal()
+            for group, names in self.deferred.values():
+                self.hidden_checks(group, names)
+        sys.stdout.flush()
+        if recorder:
+            self.merge(recorder, self.hidden_parts)
+            recorder.save(self.outbox)
+        if self.channel:
+            self.channel.send(DONE, 0)
+        events.emit(done=True)
+
+    def run_cell(self, cell: dict, step: int) -> None:
         """One cell of the plan (a test cell as its visible and hidden parts), its end reported; an
         answer cell runs with what its exercises forbid blocked."""
-        events.emit(step=step, start=True)
+        recorder, shell = self.recorder, self.shell
+        self.events.emit(step=step, start=True)
         if recorder:
             recorder.cell = cell["grade_id"] if cell["kind"] == "test" else None
         started = time.perf_counter()
-        names = [name for target in cell["names"] for name in guards.get(target, [])] \
+        names = [name for target in cell["names"] for name in self.guards.get(target, [])] \
             if cell["kind"] == "solution" else []
         failed = None  # the error another variant's hidden part failed with
         for segment, source in cell.get("segments") or [("visible", cell["source"])]:
             if recorder:
                 recorder.segment = segment
                 if segment == "hidden":
-                    failed = failed or other_variants(cell["grade_id"], source)
-            with guard(names, forbid, resolve_dotted, f"answer cell {cell['grade_id']}"):
+                    failed = failed or self.other_variants(cell["grade_id"], source)
+            with self.guard(names, self.forbid, self.resolve, f"answer cell {cell['grade_id']}"):
                 result = shell.run_cell(source, store_history=False)
-                if os.getpid() != main_pid:  # a fork of the student's code came back here: it must stop
-                    os._exit(0)
+                _stop_in_a_fork(self.pid)
             if _error(result):
                 break
         if recorder:
             recorder.cell = None
         if cell["kind"] == "solution":
-            captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
+            self.captured.update({name: shell.user_ns.get(name) for name in cell["names"]})
             if recorder:
                 recorder.wrap(shell.user_ns, cell["names"])
         error = _error(result) or failed
-        events.emit(step=step, ok=error is None, error=error, seconds=round(time.perf_counter() - started, 3))
+        self.events.emit(step=step, ok=error is None, error=error,
+                         seconds=round(time.perf_counter() - started, 3))
 
-    def other_variants(grade_id: str, source: str) -> str | None:
+    def other_variants(self, grade_id: str, source: str) -> str | None:
         """The hidden part ``source`` of test cell ``grade_id`` on the inputs of each variant of
         ``plan.variants``, each in a fork from the state the visible part left (nothing it does reaches
         the main run), its calls kept for the record; the first error a variant failed with."""
-        failed = None
-        for variant in plan.variants:
-            path = outbox / f"variant-{len(hidden_parts)}.pkl"
+        recorder, failed = self.recorder, None
+        for variant in self.plan.variants:
+            path = self.outbox / f"variant-{len(self.hidden_parts)}.pkl"
 
             def work() -> None:
-                draw_anew = reseed(variant, lambda: recorder.cell is not None
-                                   and recorder.segment == "hidden" and not recorder.depth)
+                draw_anew = self.reseed(variant, lambda: recorder.cell is not None
+                                        and recorder.segment == "hidden" and not recorder.depth)
                 draw_anew(grade_id)
                 recorder.variant, since = variant, len(recorder.calls)
-                result = shell.run_cell(source, store_history=False)
+                result = self.shell.run_cell(source, store_history=False)
+                part = self.hidden_calls(recorder, variant, since, _error(result))
                 with open(path, "wb") as stream:
-                    pickle.dump(hidden_calls(recorder, variant, since, _error(result)), stream, protocol=4)
+                    pickle.dump(part, stream, protocol=4)
 
             status = _in_fork(work)
             part = pickle.loads(path.read_bytes()) if status == 0 and path.is_file() else None
@@ -258,35 +249,34 @@ def main(argv: list[str]) -> int:
             if part is None:
                 failed = failed or f"the hidden part of variant {variant} ended with exit status {status}"
                 continue
-            hidden_parts.append(part)
+            self.hidden_parts.append(part)
             if part.error:
                 failed = failed or f"on the hidden inputs of variant {variant}: {part.error}"
         return failed
 
-    def send(what: int, index: int, record: dict) -> None:
-        buffer = BytesIO()
-        save(record, buffer)  # into memory: torch.save to a file costs eight times as much
-        channel.send(what, index, buffer.getbuffer())
+    def send(self, what: int, index: int, record: dict) -> None:
+        buffer = self.BytesIO()
+        self.save(record, buffer)  # into memory: torch.save to a file costs eight times as much
+        self.channel.send(what, index, buffer.getbuffer())
 
-    def check(index: int) -> None:
+    def check(self, index: int) -> None:
         """Replay probe ``index`` (from several random states when it is random, and once more from
         another in check mode) and send the grader what it gave."""
-        process = os.getpid()
-        given = channel.fetch(index)
-        once = lambda **options: replay(index, calls, given, captured, shell.user_ns, forbid=forbid,
-                                        resolve=resolve_dotted, guarded=guards.get(
-                                            calls[index]["target"], []), bind_references=plan.bind, **options)
+        process, plan, calls = os.getpid(), self.plan, self.calls
+        given = self.channel.fetch(index)
+        once = lambda **options: self.replay(  # noqa: E731
+            index, calls, given, self.captured, self.shell.user_ns, forbid=self.forbid, resolve=self.resolve,
+            guarded=self.guards.get(calls[index]["target"], []), bind_references=plan.bind, **options)
         if index in plan.sampled:  # a random answer: its results from several seeds
-            record = {"samples": [once(seed=seed) for seed in probes.SAMPLE_SEEDS]}
+            record = {"samples": [once(seed=seed) for seed in self.sample_seeds]}
         else:
             record = once()
-        if os.getpid() != process:  # a fork of the student's code came back here: it must stop
-            os._exit(0)
-        send(RESULT, index, record)
+        _stop_in_a_fork(process)
+        self.send(RESULT, index, record)
         if plan.mode == "check":
-            send(PERTURBED, index, once(perturb=True))
+            self.send(PERTURBED, index, once(perturb=True))
 
-    def hidden_checks(group: list[tuple[int, int]], names: tuple[dict, dict]) -> None:
+    def hidden_checks(self, group: list[tuple[int, int]], names: tuple[dict, dict]) -> None:
         """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
         after the other, each input asked for only as its check starts: no process of the main run
         ever holds a hidden input, and the forks cost one per test cell, not one per probe. The fork
@@ -294,17 +284,18 @@ def main(argv: list[str]) -> int:
         namespace and the graded names then), so a global that a later cell rebinds is what the
         student's code saw when that test ran. A fork that dies ends the check it was in (the parent
         says how); the rest run in a new fork."""
+        events = self.events
         while group:
             reading, writing = os.pipe()  # the fork says which checks it finished, a probe at a time
 
             def each() -> None:
                 events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
-                for now, then in zip((shell.user_ns, captured), names):
+                for now, then in zip((self.shell.user_ns, self.captured), names):
                     now.clear()
                     now.update(then)
                 for step, index in group:
                     events.emit(step=step, start=True)
-                    check(index)
+                    self.check(index)
                     events.emit(step=step, ok=True)
                     os.write(writing, PROBE.pack(index))
 
@@ -320,49 +311,36 @@ def main(argv: list[str]) -> int:
             # exit status 0 with no result: the check ran and returned nothing, which grading says
             events.emit(step=step, ok=status == 0, **({"exit": status} if status else {}))
 
-    # test cell -> its hidden probes (step, index), and the names bound where it stood
-    deferred: dict[str, tuple[list[tuple[int, int]], tuple[dict, dict]]] = {}
-
-    def replay_after(position: int) -> None:
+    def replay_after(self, position: int) -> None:
         """The visible probes whose test cell stood right after plan step ``position``; its hidden
         ones wait for the seal."""
+        plan, calls, last = self.plan, self.calls, len(self.plan.cells) - 1
         for offset, index in enumerate(plan.replay):
-            if min(after.get(index, last), last) != position:
+            if min(plan.replay_after.get(index, last), last) != position:
                 continue
             step = len(plan.cells) + offset
-            if step in skip:
-                events.emit(step=step, ok=False, error=skip[step], skipped=True)
+            if step in plan.skip:
+                self.events.emit(step=step, ok=False, error=plan.skip[step], skipped=True)
             elif calls[index].get("segment") == "hidden":
-                if calls[index]["cell"] not in deferred:  # the names as this test cell saw them, once
-                    deferred[calls[index]["cell"]] = ([], (dict(shell.user_ns), dict(captured)))
-                deferred[calls[index]["cell"]][0].append((step, index))
+                cell = calls[index]["cell"]
+                if cell not in self.deferred:  # the names as this test cell saw them, once
+                    self.deferred[cell] = ([], (dict(self.shell.user_ns), dict(self.captured)))
+                self.deferred[cell][0].append((step, index))
             else:
-                events.emit(step=step, start=True)
-                check(index)
-                if os.getpid() != main_pid:
-                    os._exit(0)
-                events.emit(step=step, ok=True)
+                self.events.emit(step=step, start=True)
+                self.check(index)
+                _stop_in_a_fork(self.pid)
+                self.events.emit(step=step, ok=True)
 
-    if not recorder:
-        replay_after(-1)  # probes of a test cell that stood before every cell of the plan
-    for step, cell in enumerate(plan.cells):
-        if step in skip:
-            events.emit(step=step, ok=False, error=skip[step], skipped=True)
-        else:
-            run_cell(cell, step)
-        if not recorder:
-            replay_after(step)
-    if deferred:
-        channel.seal()
-        for group, names in deferred.values():
-            hidden_checks(group, names)
-    sys.stdout.flush()
-    if recorder:
-        merge(recorder, hidden_parts)
-        recorder.save(outbox)
-    if channel:
-        channel.send(DONE, 0)
-    events.emit(done=True)
+
+def main(argv: list[str]) -> int:
+    arguments = parse_runner_arguments(argv)
+    if arguments.drop_to is not None:
+        drop_privileges(arguments.drop_to)
+    inbox, outbox = Path(arguments.inbox), Path(arguments.outbox)
+    plan = prepare(inbox)
+    channel = Channel(arguments.channel_fd) if arguments.channel_fd is not None else None
+    Runner(plan, inbox, outbox, channel).run()
     sys.stdout.flush()
     os._exit(0)  # skip interpreter shutdown: the student's atexit hooks and finalisers must not run
 

@@ -23,8 +23,9 @@ What keeps one student from reaching the next through the shared process:
   zygote with it) whenever a run breaks one; the next run then starts a fresh zygote.
 
 The protocol, on a ``SOCK_SEQPACKET`` socket: the zygote says ``{"ready": pid}``; the parent sends
-``{"args": [...]}`` with the write end of the run's output pipe attached, and the run's end of the
-channel of the probes' inputs when it has one (passed on as ``--channel-fd``); the zygote answers
+``{"inbox": ..., "outbox": ..., "drop_to": uid or null}`` with the write end of the run's output pipe
+attached, and the run's end of its channel to the grader when it has one; the zygote writes the
+runner's command line from them (:func:`.protocol.runner_arguments`) and answers
 ``{"returncode": n, "clean": bool}`` once the run and the sweep are over (negative: killed by that
 signal).
 """
@@ -39,6 +40,8 @@ import signal
 import socket
 import sys
 import time
+
+from .protocol import runner_arguments
 
 # What every notebook's first cell and the runner import; none of it holds an answer. torch._dynamo
 # is what the first optimizer a process builds imports (1.1 s: every notebook that trains builds one).
@@ -169,7 +172,8 @@ def main(argv: list[str]) -> int:
         if not message:  # the grader closed its end: the batch is over
             return 0
         request = json.loads(message)
-        args = request["args"] + (["--channel-fd", str(fds[1])] if len(fds) > 1 else [])
+        args = runner_arguments(request["inbox"], request["outbox"], request["drop_to"],
+                                fds[1] if len(fds) > 1 else None)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
