@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
-from course_tools.classroom import late
 from course_tools.course import assignments
 from course_tools.notebooks import nbgrader_meta, read_notebook
 from course_tools.untrusted import Unreadable, html_text, safe_text
@@ -34,6 +34,22 @@ pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passe
 .review{color:#9a6700}summary{cursor:pointer;color:#555}
 .comment{border-left:3px solid #0969da;padding:.2rem .6rem;white-space:pre-wrap}"""
 RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
+
+
+@dataclass(frozen=True)
+class LateNote:
+    """What a student's page says of a late submission. The caller works it out (``course feedback``:
+    :func:`course_tools.classroom.late.late_notes`, from the gradebook's due dates and the course's
+    late policy), so that grading knows neither."""
+
+    penalty: float  # points taken off the score
+    said: str  # when it came and what it cost, in words
+    policy: str  # the late policy, in words
+
+
+# (student, score before any penalty, None when the submission could not be graded) -> what the page
+# says of its lateness, None for a submission on time
+LateNotes = Callable[[str, float | None], LateNote | None]
 
 
 # "### Exercise 3 · The language model (`ElmanRNNLM`)" -> "Exercise", 3 and the names in backticks; the
@@ -104,12 +120,12 @@ def visible_part(source: str) -> str:
 
 def page(record: Result, tests: dict[str, str], score: gradebook.Scores | None,
          labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None,
-         lateness: late.Lateness | None = None, policy: str = "") -> str:
+         late: LateNote | None = None) -> str:
     """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
     ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
-    cell's grade_id to the student's code; ``lateness`` a late submission's delay and penalty under
-    the late ``policy`` (described in words). A grader's comment on a cell stands beside the check of
-    that answer; one on a cell no check shows, under the checks."""
+    cell's grade_id to the student's code; ``late`` what to say of a late submission. A grader's
+    comment on a cell stands beside the check of that answer; one on a cell no check shows, under the
+    checks."""
     labels, code = labels or {}, code or {}
     e = html_text
     title = f"{record.assignment}: feedback for {record.student}"
@@ -118,11 +134,11 @@ def page(record: Result, tests: dict[str, str], score: gradebook.Scores | None,
         summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
     else:
         total = score.score if score else record.score
-        summary = (f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / "
+        summary = (f"<p>Score: <b>{total - (late.penalty if late else 0):g} / "
                    f"{record.max_score:g}</b></p>")
-    if lateness is not None:
-        summary += (f"<p class='late'>Late: {e(lateness.describe())}" +
-                    (f" ({total:g} before the penalty; late policy: {e(policy)})"
+    if late is not None:
+        summary += (f"<p class='late'>Late: {e(late.said)}" +
+                    (f" ({total:g} before the penalty; late policy: {e(late.policy)})"
                      if record.status != FAILED else "") + "</p>")
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
              f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
@@ -163,15 +179,16 @@ def page(record: Result, tests: dict[str, str], score: gradebook.Scores | None,
 
 
 def write_feedback(root: Path, assignment_id: str, students: list[str] | None = None,
-                   out: TextIO | None = None) -> int:
+                   out: TextIO | None = None, *, late: LateNotes) -> int:
+    """Each graded student's page (or those of ``students``), saying of a late submission what
+    ``late`` says; 1 when a record cannot be read (its page is not written), else 0."""
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     url = gradebook.db_url(root)
-    scores, deadlines, policy = gradebook.scores(url, assignment.id), late.deadlines(
-        url, assignment.id), late.policy(root)
+    scores = gradebook.scores(url, assignment.id)
     graded = recorded_students(assignment)
     written, failed = 0, []
     for student in graded:  # the folder's name, not what the record says
@@ -181,10 +198,8 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
             record = read_record(assignment, student)
             score = scores.get(student)
             total = score.score if score else record.score
-            lateness = late.lateness(policy, student, deadlines.get(student),
-                                     total if record.status != FAILED else None)
             text = page(record, tests, score, labels, student_answers(root, assignment, student, cells, ids),
-                        lateness, late.describe(policy))
+                        late(student, total if record.status != FAILED else None))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue
