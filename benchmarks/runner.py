@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from benchmarks import capstone, table
+from benchmarks.table_quality import quality_file
 from benchmarks._notebook_run import RESULTS, SMOKE_OUTPUT, machine, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +93,7 @@ def quality(options: Options) -> None:
             command = [
                 sys.executable, "-m", module, "--profile", profile, "--keep",
                 str(kept), "--output",
-                str(options.output_dir / f"{table.quality_file(assignment, profile)}.json")
+                str(options.output_dir / f"{quality_file(assignment, profile)}.json")
             ]
             if module == "benchmarks.transformer":
                 command.append("--skip-throughput")  # the throughput section measures it

@@ -21,7 +21,8 @@ N+1 can build on a correct one. Modules, one concept each:
     gpt           the decoder-only GPT/Llama: RMSNorm, SwiGLU, causal attention with RoPE, GQA, KV cache (07)
     sampling      temperature, top-k and top-p sampling, generation; lm_train: AdamW groups, cosine schedule
     stand_ins     models with known answers for the graded checks of decoders (01, 05); lm_stand_ins: for 07
-    grading       the checks that graded test cells use; roles: how the grader pairs a module's parameters
+    grading       the checks that graded test cells use (grading_errors: what they raise); roles: how the
+                  grader pairs a module's parameters
     plotting      loss curves and heatmaps
 
 The instructor's tooling is the package ``course_tools`` (the ``[instructor]`` extra); notebooks never import

@@ -28,6 +28,7 @@ import types
 from dataclasses import dataclass
 
 from course_lib import pyparse
+from course_lib.grading_errors import GradingError
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ ALLOWLIST: tuple[Allowed, ...] = (
 )
 ALLOWED = {entry.module: entry for entry in ALLOWLIST}
 # course_lib's modules an answer may use: every one but the grading machinery
-NOT_FOR_ANSWERS = ("course_lib.grading", "course_lib.guards", "course_lib.allowlist", "course_lib.roles")
+NOT_FOR_ANSWERS = ("course_lib.grading", "course_lib.grading_errors", "course_lib.guards",
+                   "course_lib.allowlist", "course_lib.roles")
 # The conventional names of modules in the notebooks, for code checked without its notebook's imports.
 CONVENTIONAL = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "np": "numpy", "math": "math",
                 "course_lib": "course_lib"}
@@ -364,8 +366,6 @@ def review_answer(exercise: str) -> None:
     modules = {name: value.__name__ for name, value in namespace.items()
                if isinstance(value, types.ModuleType)}
     if found := _findings_of(source, tuple(sorted(modules.items()))):
-        from course_lib.grading import GradingError  # grading imports this module
-
         lines = "\n".join(f"  line {f.line}: {f.text}" for f in found)
         raise GradingError(
             f"[{exercise}] the cell that defines {exercise} uses what the allowlist of the course does not "

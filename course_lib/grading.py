@@ -23,7 +23,9 @@ import numpy as np
 import torch
 
 from course_lib.allowlist import review_answer
-from course_lib.guards import bind, forbid  # notebooks import them from here
+# notebooks import these from here
+from course_lib.grading_errors import ForbiddenCallError, GradingError, ThreadRefusedError
+from course_lib.guards import bind, forbid
 
 # Every public spelling of the same operation, so that one name in forbid() closes every door.
 SOFTMAX = (
@@ -35,19 +37,6 @@ SOFTMAX = (
 )
 SDPA = ("torch.nn.functional.scaled_dot_product_attention",)
 MULTIHEAD = ("torch.nn.MultiheadAttention.forward", "torch.nn.functional.multi_head_attention_forward")
-
-
-class GradingError(AssertionError):
-    """A graded check failed; the message names the exercise and the difference."""
-
-
-class ForbiddenCallError(GradingError):
-    """The exercise called a function it is meant to implement itself."""
-
-
-class ThreadRefusedError(ForbiddenCallError, RuntimeError):
-    """The checked code started a thread: a RuntimeError too, as when a process may start no more, which
-    libraries that start a helper thread (tqdm's monitor, matplotlib's timer) already handle."""
 
 
 def _fail(exercise: str, message: str) -> None:
@@ -362,6 +351,7 @@ def check_frequencies(
 __all__ = [
     "GradingError",
     "ForbiddenCallError",
+    "ThreadRefusedError",
     "check",
     "check_shape",
     "check_close",

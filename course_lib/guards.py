@@ -16,6 +16,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from course_lib.allowlist import review_answer
+from course_lib.grading_errors import ForbiddenCallError, ThreadRefusedError
 
 _MISSING = object()  # marks an attribute that forbid() found only on a base class
 
@@ -88,8 +89,6 @@ class KernelBlock(TorchFunctionMode):
         flat = _normalised(name)
         for dotted, words in self.rules:
             if all(word in flat for word in words):
-                from course_lib.grading import ForbiddenCallError  # grading imports this module
-
                 raise ForbiddenCallError(
                     f"[{self.exercise}] your code called {name.split('.')[0]}, a kernel of "
                     f"{dotted}, which this exercise asks you to write yourself")
@@ -105,7 +104,8 @@ def _blocked_code(dotted: str, exercise: str, free: int) -> types.CodeType:
     names = [f"_free{i}" for i in range(free)]
     source = (
         "def outer():\n" + "".join(f"    {name} = None\n" for name in names) +
-        "    def blocked(*args, **kwargs):\n        from course_lib.grading import ForbiddenCallError\n" +
+        "    def blocked(*args, **kwargs):\n"
+        "        from course_lib.grading_errors import ForbiddenCallError\n" +
         f"        raise ForbiddenCallError({message!r})\n" + "".join(f"        {name}\n" for name in names) +
         "    return blocked\n")
     space: dict[str, Any] = {}
@@ -119,8 +119,6 @@ def _function(value: Any) -> Any:
 
 def _no_thread(exercise: str):
     def refused(*args: Any, **kwargs: Any) -> Any:
-        from course_lib.grading import ThreadRefusedError  # grading imports this module
-
         raise ThreadRefusedError(f"[{exercise}] your code started a thread: a check runs your code in one "
                                  "thread, and the grader's sandbox starts none")
     return refused
@@ -143,8 +141,6 @@ def forbid(*dotted_names: str, exercise: str = "exercise") -> Iterator[None]:
 
     def blocker(dotted: str):
         def blocked(*args: Any, **kwargs: Any) -> Any:
-            from course_lib.grading import ForbiddenCallError  # grading imports this module
-
             raise ForbiddenCallError(
                 f"[{exercise}] your code called {dotted}, which this exercise asks you to write yourself"
             )

@@ -293,14 +293,15 @@ def _grading(arguments: argparse.Namespace, root) -> int:
                                  DEFAULT_THRESHOLD if arguments.threshold is None else arguments.threshold,
                                  root / arguments.out if arguments.out
                                  else report_folder(root, arguments.assignment))
+    from course_tools.classroom.late import late_notes
     from course_tools.grading.feedback import write_feedback
 
-    status = write_feedback(root, arguments.assignment, arguments.student)
+    assignment = assignments(root, [arguments.assignment])[0]
+    status = write_feedback(root, assignment.id, arguments.student, late=late_notes(root, assignment.id))
     if arguments.release:
         from course_tools.classroom.exchange import release_feedback_to_exchange
 
-        status |= release_feedback_to_exchange(
-            assignments(root, [arguments.assignment])[0], arguments.student)
+        status |= release_feedback_to_exchange(assignment, arguments.student)
     return status
 
 

@@ -19,13 +19,13 @@ Text a student wrote (a grade_id, an exception message, a file name) ends up in 
 JSON record, the feedback page and the grades CSV. A lone surrogate (``"\\ud800"``, which JSON
 allows) cannot be encoded as UTF-8 and crashed each of those writes; control characters rewrite a
 terminal; a CSV cell starting with ``=`` is a formula to a spreadsheet. :func:`safe_text`,
-:func:`csv_cell`, :func:`html_text` and :func:`safe_data` make such text harmless.
+:func:`csv_cell` and :func:`safe_data` make such text harmless (and every HTML page prints its text
+through :func:`safe_text`, then escapes it: :mod:`course_tools.pages`).
 
 Torch-free on purpose: the sandbox's poll loop uses :func:`tree_bytes`.
 """
 from __future__ import annotations
 
-import html
 import os
 import re
 import stat
@@ -324,11 +324,6 @@ def csv_cell(value: object) -> str:
     if text.lstrip(" ").startswith(_FORMULA) or text.startswith(_FORMULA):
         return "'" + text
     return text
-
-
-def html_text(value: object) -> str:
-    """Safe text escaped for HTML (element content and quoted attribute values)."""
-    return html.escape(safe_text(value), quote=True)
 
 
 def text_table(rows: list[tuple[str, ...]], rule: bool = False) -> list[str]:

@@ -266,9 +266,11 @@ def test_grades_keep_every_status_apart(batch, tmp_path):
 
 @batch_test
 def test_feedback_shows_messages_but_no_hidden_tests(batch):
+    from course_tools.classroom.late import late_notes
     from course_tools.grading.feedback import write_feedback
 
-    assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
+    late = late_notes(batch.root, ASSIGNMENT)
+    assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO(), late=late) == 0
     number = {f.name: fixture_student(i, f) for i, f in enumerate(CATALOGUE)}
     pages = {name: (batch.root / "feedback" / number[name] / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
              for name in ("honest", "unstable_softmax", "invalid_json", "rebound_checks", "hostile_text",
@@ -347,9 +349,11 @@ def test_no_hidden_value_reaches_a_page_or_a_record(batch):
     """Distinctive hidden inputs and expected values (tests/submissions/toy.py) never appear on any
     student's feedback page or in any grading record, whatever the student's code printed, raised or
     kept: a hidden check names the kind of difference, a visible one's error text is scrubbed."""
+    from course_tools.classroom.late import late_notes
     from course_tools.grading.feedback import write_feedback
 
-    assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO()) == 0
+    late = late_notes(batch.root, ASSIGNMENT)
+    assert write_feedback(batch.root, ASSIGNMENT, out=io.StringIO(), late=late) == 0
     texts = {
         path: path.read_text(encoding="utf-8")
         for path in (batch.root / "feedback").glob(f"*/{ASSIGNMENT}/*.html")
@@ -1186,6 +1190,7 @@ def test_a_rerun_after_editing_the_class_tooling_keeps_every_grade_and_feedback_
     """`course autograde`, then the LMS export and the slides edited: the rerun keeps every student.
     Then a student resubmits before `course feedback`: the page's "your answer" is the code that was
     graded, never the new one (the graded copy under autograded/ is what counts)."""
+    from course_tools.classroom.late import late_notes
     from course_tools.grading import reference
     from course_tools.grading.feedback import write_feedback
 
@@ -1208,7 +1213,7 @@ def test_a_rerun_after_editing_the_class_tooling_keeps_every_grade_and_feedback_
 
         shutil.rmtree(root / "submitted" / "s0")
         _submit(root, "s0", SimpleNamespace(build=submission(double=f"{ANSWERS['double']}\n{later_marker}")))
-        assert write_feedback(root, ASSIGNMENT, out=io.StringIO()) == 0
+        assert write_feedback(root, ASSIGNMENT, out=io.StringIO(), late=late_notes(root, ASSIGNMENT)) == 0
         page = (root / "feedback" / "s0" / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text(encoding="utf-8")
         assert graded_marker in page and later_marker not in page
     finally:

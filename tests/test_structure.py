@@ -337,7 +337,6 @@ ALLOWED = {
     "autograde.py:batch": "three keyword-only options of the batch (jobs, isolation, variants, key)",
     "autograde.py:grade_all": "the batch's shared state for its progress loop; one caller, in this module",
     "compare.py:_compare": "a recursive walk: two of its parameters are its accumulator and path",
-    "feedback.py:page": "the parts of one feedback page, each rendered in its own section",
     "gradebook.py:save": "the gradebook row nbgrader's API takes, field by field",
     "isolation.py:bwrap_command": "bubblewrap's command line for both a run and a zygote, which differ in "
                                   "their shared folder",
@@ -366,3 +365,86 @@ def test_functions_of_the_grading_path_are_short_and_take_few_parameters():
                     over[f"{path.name}:{node.name}"] = f"{lines} lines, {count} parameters"
     assert set(over) - set(ALLOWED) == set(), {k: v for k, v in over.items() if k not in ALLOWED}
     assert set(ALLOWED) - set(over) == set(), f"no longer over the limits: {set(ALLOWED) - set(over)}"
+
+
+# ------------------------------------------------------------ which way the imports go ----
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph`` (module -> the modules it imports): each strongly connected
+    component of more than one module (Tarjan's algorithm)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in sorted(graph[module]):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            component = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def test_course_lib_has_no_import_cycle():
+    """No two modules of course_lib import each other, directly or not, not even inside a function:
+    what several of them share (the errors a check raises: grading_errors) sits in a module below."""
+    modules = dict(_modules("course_lib"))
+    names = {_module_name(path) for path in modules}
+    graph = {_module_name(path): (_imported_modules(path, tree) & names) - {_module_name(path), "course_lib"}
+             for path, tree in modules.items()}
+    assert _cycles(graph) == []
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # it sees one
+
+
+# The tooling's layers, lowest first; a top-level module of course_tools (course, notebooks,
+# untrusted, pages) is below them all.
+TOOLING_LAYERS = {"grading": 1, "classroom": 2, "publishing": 2, "cli": 3}
+
+
+def _layer(module: str) -> tuple[str, int]:
+    """(the part of the tooling ``module`` belongs to, its layer): ("", 0) for the shared modules."""
+    part = module.split(".")[1] if module.count(".") else ""
+    return (part, TOOLING_LAYERS[part]) if part in TOOLING_LAYERS else ("", 0)
+
+
+def test_no_import_of_the_tooling_climbs_a_layer():
+    """grading imports nothing of classroom or publishing (the two import neither each other), and
+    nothing but the CLI imports the CLI: what a lower part needs from a higher one is handed down by
+    the caller (``course feedback`` gives grading/feedback.py its late notes from classroom/late.py)."""
+    found = []
+    for path, tree in _modules("course_tools"):
+        part, layer = _layer(_module_name(path))
+        for name in sorted(_imported_modules(path, tree)):
+            their_part, their_layer = _layer(name)
+            if _inside(name, TOOLING) and their_part != part and their_layer >= layer:
+                found.append(f"{path.relative_to(ROOT)}: {name}")
+    assert not found, "\n".join(found)
+
+
+def test_every_html_page_comes_from_an_escaping_template():
+    """No module of the tooling writes an HTML page by hand (course_tools/pages.py renders every
+    one from a template, escaped by default), and every folder of templates is package data, so that
+    an installed copy has them."""
+    import tomllib
+
+    by_hand = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _modules("course_tools")
+               for node in _code_strings(tree) if re.search(r"<!DOCTYPE|<html\b", node.value, re.IGNORECASE)]
+    assert not by_hand, "\n".join(by_hand)
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    folders = sorted({path.parent for path in (ROOT / "course_tools").rglob("templates/*.j2")})
+    assert folders
+    for folder in folders:
+        package = ".".join(folder.parent.relative_to(ROOT).parts)
+        assert "templates/*.j2" in package_data.get(package, []), f"{package}: not package data"

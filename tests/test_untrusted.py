@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from course_tools.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, html_text, no_links,
+from course_tools.untrusted import (ENTRY_BYTES, TOO_DEEP, Missing, Unreadable, csv_cell, no_links,
                                     open_regular, read_bytes, read_range, safe_data, safe_text, tree_bytes)
 
 
@@ -161,9 +161,22 @@ def test_csv_cell(value, cell):
     assert csv_cell(value) == cell
 
 
-def test_html_text():
-    assert html_text(
-        "<script>alert('x')</script>\ud800") == "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;\ufffd"
+def test_a_page_prints_safe_text_escaped(tmp_path):
+    """course_tools.pages: whatever a template prints is safe text, escaped, without the template
+    asking; markup the template made itself (a macro's) stays markup; an undefined name is an error."""
+    import jinja2
+
+    from course_tools.pages import render
+
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.html.j2").write_text(
+        "{% macro bold(x) %}<b>{{ x }}</b>{% endmacro %}"
+        "<p title='{{ value }}'>{{ value }}</p>{{ bold(value) }}")
+    page = render(str(tmp_path / "module.py"), "t.html.j2", value="<script>alert('x')</script>\ud800\x1b[2J")
+    escaped = "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\ufffd[2J"
+    assert page == f"<p title='{escaped}'>{escaped}</p><b>{escaped}</b>"
+    with pytest.raises(jinja2.UndefinedError):
+        render(str(tmp_path / "module.py"), "t.html.j2")
 
 
 # ------------------------------------------------------- the writers that use them ----
@@ -237,6 +250,60 @@ def test_feedback_page_escapes_hostile_text():
     text = page(record, {"test_x": "check(1)"}, None)
     text.encode("utf-8")
     assert "<script" not in text and "\x1b" not in text and "\ud800" not in text
+
+
+SCRIPT = "<script>alert(1)</script>"
+STUDENT_SAYS = f"{SCRIPT}\ud800\x1b[2J"  # in a student's id, a message, their code or its output
+
+
+def _feedback_page(tmp_path: Path) -> str:
+    from course_tools.grading.feedback import LateNote, page
+    from course_tools.grading.records import Check
+
+    record = _record(STUDENT_SAYS, "graded", score=1.0, notes=[STUDENT_SAYS],
+                     checks=[Check(STUDENT_SAYS, 1.0, 1.0, "passed", STUDENT_SAYS, True)])
+    return page(record, {STUDENT_SAYS: "check(1)"}, None, {STUDENT_SAYS: (STUDENT_SAYS, ["answer"])},
+                {"answer": f"x = {STUDENT_SAYS!r}"}, LateNote(0.5, STUDENT_SAYS, STUDENT_SAYS))
+
+
+def _explain_page(tmp_path: Path) -> str:
+    from course_tools.grading.explain import page
+    from course_tools.grading.records import Check, Probe
+
+    probe = Probe(STUDENT_SAYS, 1, STUDENT_SAYS, True, "the submission's run", "failed", True, STUDENT_SAYS,
+                  STUDENT_SAYS, "1.0", STUDENT_SAYS)
+    return page(_record(STUDENT_SAYS, "graded", score=0.0, findings=[STUDENT_SAYS], probes=[probe],
+                        checks=[Check(STUDENT_SAYS, 1.0, 0.0, "failed", STUDENT_SAYS, True)]))
+
+
+def _similarity_page(tmp_path: Path) -> str:
+    from types import SimpleNamespace
+
+    from course_tools.classroom.similarity import compare_fingerprints, fingerprinted, write_report
+
+    code = "def f(w, v, b):\n    t = 0\n" + "".join(f"    t = t + w[{i}] * v[{i}] - b / {i + 1}\n"
+                                                   for i in range(12)) + "    return t\n"
+    prints = fingerprinted({STUDENT_SAYS: {"answer": f"{code}NOTE = {STUDENT_SAYS!r}\n"},
+                            "bob": {"answer": code}}, ["def f(w, v, b):\n    raise NotImplementedError\n"])
+    pairs = compare_fingerprints(prints)
+    assert pairs[0].flagged(0.5)  # the page shows the two cells side by side
+    return write_report(tmp_path, SimpleNamespace(id=STUDENT_SAYS), prints, pairs, 0.5,
+                        [STUDENT_SAYS]).read_text(encoding="utf-8")
+
+
+def _slide_index(tmp_path: Path) -> str:
+    from course_tools.publishing.slide_index import write_index
+
+    return write_index(tmp_path, [("01_a", STUDENT_SAYS, 3, [STUDENT_SAYS])]).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("build", [_feedback_page, _explain_page, _similarity_page, _slide_index])
+def test_every_page_escapes_what_a_student_wrote(tmp_path, build):
+    """Each HTML page (course_tools.pages' templates) shows a student's ``<script>`` as text, whether it
+    came in a name, a message, a cell's code or a call's output, without control characters."""
+    page = build(tmp_path)
+    assert "<script" not in page and "\x1b" not in page and "\ud800" not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;\ufffd[2J") >= 2
 
 
 def test_a_students_error_text_loses_every_hidden_value():

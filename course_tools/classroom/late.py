@@ -37,6 +37,7 @@ from traitlets import Enum, Float
 from nbgrader.plugins import LateSubmissionPlugin
 
 from course_tools.course import CourseError, nbgrader_config
+from course_tools.grading.feedback import LateNote, LateNotes
 from course_tools.grading.gradebook import db_url, opened
 
 PERIOD_SECONDS = {"per_hour": 3600, "per_day": 86400}
@@ -121,6 +122,19 @@ def lateness(plugin: LateSubmissionPlugin, student: str, deadline: Deadline | No
         return None
     penalty = plugin.late_submission_penalty(student, score or 0.0, deadline.seconds_late) or 0.0
     return Lateness(deadline.seconds_late, round(min(max(penalty, 0.0), score or 0.0), 4), deadline.effective)
+
+
+def late_notes(root: Path, assignment: str) -> LateNotes:
+    """What ``course feedback`` says of each student's lateness in ``assignment``: the gradebook's due
+    dates and extensions and the course's late policy as they stand now."""
+    plugin, found = policy(root), deadlines(db_url(root), assignment)
+    words = describe(plugin)
+
+    def note(student: str, score: float | None) -> LateNote | None:
+        late = lateness(plugin, student, found.get(student), score)
+        return None if late is None else LateNote(late.penalty, late.describe(), words)
+
+    return note
 
 
 def duration_text(seconds: float) -> str:

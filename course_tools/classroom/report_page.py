@@ -1,10 +1,10 @@
 """The page and the CSV files of ``course report`` (:mod:`.report`), with the charts drawn in.
 
-The page is rendered from ``templates/report.html.j2`` with autoescape on, every text made safe
-first (:func:`course_tools.untrusted.safe_text`): a grade_id or a finding may hold what a student
-wrote. The charts are drawn with matplotlib's Agg canvas (no display, no pyplot state) and
-embedded as PNG data, so that the page works offline and as one file. Each chart reads without its
-numbers: one colour per outcome, in the same order everywhere, the exercises in the notebook's order.
+The page is rendered from ``templates/report.html.j2`` by :mod:`course_tools.pages` (every text made
+safe, then escaped): a grade_id or a finding may hold what a student wrote. The charts are drawn
+with matplotlib's Agg canvas (no display, no pyplot state) and embedded as PNG data, so that the
+page works offline and as one file. Each chart reads without its numbers: one colour per outcome, in
+the same order everywhere, the exercises in the notebook's order.
 """
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import io
 import math
 from pathlib import Path
 
+from course_tools.pages import render
 from course_tools.untrusted import csv_cell, safe_text
 
 from .report import FAILED_HIDDEN, FAILED_VISIBLE, HELD, OUTCOMES, PASSED, AssignmentRow, ExerciseRow, Report
 
-TEMPLATES = Path(__file__).parent / "templates"
 COLOURS = {PASSED: "#4c9a2a", FAILED_HIDDEN: "#e69f00", FAILED_VISIBLE: "#c0392b", HELD: "#5b7dbd"}
 EXERCISE_COLUMNS = ("assignment", "exercise", "points", "submissions", "mean", "spread", "passed",
                     "failed_hidden_only", "failed_visible", "held", "held_by_reason", "saved_by_cascade",
@@ -129,11 +129,6 @@ def assignment_cells(a: AssignmentRow) -> tuple:
 
 
 def page(report: Report) -> str:
-    import jinja2
-
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
-        finalize=lambda value: safe_text(value) if isinstance(value, str) else value)
     sections = []
     for a in report.assignments:
         exercises = [e for e in report.exercises if e.assignment == a.assignment]
@@ -145,8 +140,8 @@ def page(report: Report) -> str:
             "failures": [f for f in report.failures if f.assignment == a.assignment],
             "held_back": [h for h in report.held_back if h.assignment == a.assignment],
         })
-    return environment.get_template("report.html.j2").render(
-        sections=sections, outcomes=OUTCOMES, colours=COLOURS, number=_number,
+    return render(
+        __file__, "report.html.j2", sections=sections, outcomes=OUTCOMES, colours=COLOURS, number=_number,
         PASSED=PASSED, FAILED_HIDDEN=FAILED_HIDDEN, FAILED_VISIBLE=FAILED_VISIBLE, HELD=HELD)
 
 

@@ -32,7 +32,8 @@ from typing import TextIO
 from course_tools.course import Assignment, CourseError
 from course_tools.grading.submission import answers, cell_ids, read_submission, source_cells
 from course_tools.notebooks import read_notebook
-from course_tools.untrusted import Missing, Unreadable, csv_cell, html_text, no_links, safe_text
+from course_tools.pages import render
+from course_tools.untrusted import Missing, Unreadable, csv_cell, no_links, safe_text
 
 from .canonical import canonical_answers, vocabulary
 from .canonical.model import Canonical, Vocabulary
@@ -161,11 +162,9 @@ def matched_lines(mine: Fingerprinted, theirs: Fingerprinted) -> frozenset[int]:
     return frozenset(lines)
 
 
-def highlighted(code: str, lines: frozenset[int]) -> str:
-    """``code`` escaped for HTML, the lines in ``lines`` (from 1) marked."""
-    return "\n".join(
-        f"<mark>{html_text(line)}</mark>" if number in lines and line.strip() else html_text(line)
-        for number, line in enumerate(code.split("\n"), start=1))
+def marked_lines(code: str, lines: frozenset[int]) -> list[tuple[str, bool]]:
+    """Each line of ``code`` and whether the report marks it: in ``lines`` (from 1), and not blank."""
+    return [(line, number in lines and bool(line.strip())) for number, line in enumerate(code.split("\n"), 1)]
 
 
 def report_folder(root: Path, assignment_id: str) -> Path:
@@ -198,23 +197,29 @@ def _table(pairs: list[Pair], threshold: float) -> list[str]:
     return lines
 
 
-def _side_by_side(pair: Pair, prints: dict[str, dict[str, Fingerprinted]]) -> str:
-    parts = []
+@dataclass(frozen=True)
+class SharedCell:
+    """One answer cell of a reported pair that shares fingerprints: both students' code, marked."""
+
+    grade_id: str
+    raw: list[str]  # the students whose cell is not valid Python (compared as raw tokens)
+    first: list[tuple[str, bool]]  # the first student's lines, each marked or not (:func:`marked_lines`)
+    second: list[tuple[str, bool]]
+
+
+def shared_cells(pair: Pair, prints: dict[str, dict[str, Fingerprinted]]) -> list[SharedCell]:
+    """The answer cells the two students of ``pair`` share fingerprints in, side by side."""
+    cells = []
     mine, theirs = prints[pair.first], prints[pair.second]
     for grade_id in mine:
         if grade_id not in theirs or not mine[grade_id].hashes & theirs[grade_id].hashes:
             continue
-        raw = [student for student, cells in ((pair.first, mine), (pair.second, theirs))
-               if not cells[grade_id].canonical.parsed]
-        note = f" ({html_text(' and '.join(raw))}: not valid Python, compared as raw tokens)" if raw else ""
-        parts.append(
-            f"<h3>{html_text(grade_id)}{note}</h3><div class=\"side\">"
-            f"<pre>{highlighted(mine[grade_id].code, matched_lines(mine[grade_id], theirs[grade_id]))}</pre>"
-            f"<pre>{highlighted(theirs[grade_id].code, matched_lines(theirs[grade_id], mine[grade_id]))}"
-            "</pre>"
-            "</div>"
-        )
-    return "".join(parts)
+        raw = [student for student, cells_of in ((pair.first, mine), (pair.second, theirs))
+               if not cells_of[grade_id].canonical.parsed]
+        cells.append(SharedCell(
+            grade_id, raw, marked_lines(mine[grade_id].code, matched_lines(mine[grade_id], theirs[grade_id])),
+            marked_lines(theirs[grade_id].code, matched_lines(theirs[grade_id], mine[grade_id]))))
+    return cells
 
 
 def write_report(
@@ -244,43 +249,9 @@ def write_report(
             for p in pairs
         )
     reported = [p for p in pairs[:REPORTED_PAIRS] if p.score > 0]
-    rows = "".join(
-        f'<tr class="{"flagged" if p.flagged(threshold) else ""}"><td><a '
-        f'href="#pair-{i}">{p.score:.2f}</a></td>'
-        f"<td>{p.first_share:.2f}</td><td>{p.second_share:.2f}</td><td>{p.shared}</td>"
-        f"<td>{html_text(p.first)}</td><td>{html_text(p.second)}</td></tr>"
-        for i, p in enumerate(reported)
-    )
-    sections = "".join(
-        f'<section id="pair-{i}"><h2>{html_text(p.first)} (left) · {html_text(p.second)} (right): '
-        f'{p.score:.2f}{" FLAGGED" if p.flagged(threshold) else ""}</h2>{_side_by_side(p, prints)}</section>'
-        for i, p in enumerate(reported)
-    )
-    unread = "".join(f"<li>{html_text(problem)}</li>" for problem in problems)
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Similarity: {html_text(assignment.id)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em; }}
-table {{ border-collapse: collapse; }} td, th {{ padding: 0.2em 0.8em; text-align: left; }}
-tr.flagged td {{ background: #fdd; font-weight: bold; }}
-.side {{ display: grid; grid-template-columns: 1fr 1fr; gap: 1em; }}
-pre {{ background: #f6f6f6; padding: 0.8em; overflow-x: auto; white-space: pre-wrap; margin: 0; }}
-mark {{ background: #ffd54f; }}
-</style></head><body>
-<h1>Similarity of the answer cells of {html_text(assignment.id)}</h1>
-<p>Each answer cell is compared in canonical form: names a student chose, comments, docstrings, dead
-code, temporaries, loop forms, operator spellings and the order of independent statements set aside,
-the release's stubs and given code removed. A share is the part of one student's fingerprints (runs
-of {K} canonical tokens) that the other student's same cell also has; a pair's score is the larger
-share. Flagged: a score of at least {threshold:g} over at least {MIN_SHARED} shared fingerprints.
-Highlighted below: the lines whose canonical tokens the two share, cell by cell. A flag is a reason
-to look, not a verdict.</p>
-{f"<h2>Not compared</h2><ul>{unread}</ul>" if unread else ""}
-<table><tr><th>score</th><th>a→b</th><th>b→a</th><th>shared</th><th>student a</th><th>student b</th></tr>
-{rows}</table>
-{sections}
-</body></html>
-"""
+    page = render(__file__, "similarity.html.j2", assignment=assignment.id, threshold=threshold,
+                  fingerprint_tokens=K, min_shared=MIN_SHARED, problems=problems,
+                  pairs=[(p, p.flagged(threshold), shared_cells(p, prints)) for p in reported])
     (out / "index.html").write_text(page, encoding="utf-8")
     return out / "index.html"
 

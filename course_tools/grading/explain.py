@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TextIO
 
 from course_tools.course import CourseError, assignments
-from course_tools.untrusted import html_text, safe_text
+from course_tools.pages import render
+from course_tools.untrusted import safe_text
 
 from .records import BadRecord, Probe, Result, read_explanation, read_record
 
@@ -94,34 +95,8 @@ def text_lines(record: Result) -> list[str]:
 
 
 def page(record: Result) -> str:
-    e = html_text
-    parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{e(record.student)} · {e(record.assignment)}: grading explained</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:2rem}td,th{border:1px solid #ccc;padding:.3rem;"
-        "vertical-align:top;text-align:left}table{border-collapse:collapse}.failed{color:#b00}"
-        "pre{white-space:pre-wrap;margin:0}</style></head><body>",
-        f"<h1>{e(_headline(record))}</h1><p><b>For the instructor only: this page shows hidden "
-        "inputs.</b></p>"
-    ]
-    for label, items in _about(record):
-        if items:
-            parts.append(f"<h2>{e(label)}</h2><ul>" + "".join(f"<li>{e(i)}</li>" for i in items) + "</ul>")
+    """The report as an HTML page (``templates/explain.html.j2``)."""
     by_cell = _probes_by_cell(record)
-    for check in record.checks:
-        parts.append(f"<h2 class='{e(check.status)}'>{e(check.grade_id)}: {e(check.status)}, "
-                     f"{check.score:g} / {check.points:g}</h2>"
-                     + (f"<p>The student read: <code>{e(check.message)}</code></p>" if check.message else ""))
-        probes = by_cell.get(check.grade_id, [])
-        if not probes:
-            parts.append("<p>No replayed call: a person scores this cell.</p>")
-            continue
-        parts.append("<table><tr><th>call</th><th>run</th><th>inputs</th><th>expected</th><th>returned</th>"
-                     "<th>difference</th></tr>")
-        for p in probes:
-            parts.append(f"<tr class='{e(p.outcome)}'><td>{p.number} {'hidden' if p.hidden else 'visible'} "
-                         f"{e(p.target)}<br>{e(p.outcome)}{'' if p.counted else ' (not counted)'}</td>"
-                         f"<td>{e(p.run)}</td>" + "".join(f"<td><pre>{e(text)}</pre></td>"
-                                                          for _, text in _probe_fields(p)) + "</tr>")
-        parts.append("</table>")
-    return "".join(parts) + "</body></html>\n"
+    checks = [(check, by_cell.get(check.grade_id, [])) for check in record.checks]
+    return render(__file__, "explain.html.j2", record=record, headline=_headline(record),
+                  about=_about(record), checks=checks, fields=_probe_fields)

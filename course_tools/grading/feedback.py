@@ -4,36 +4,48 @@ The page shows each graded check under the name of its exercise ("Exercise 3 · 
 its score, the message it failed with (course_lib.grading's "expected ..., got ..."), the student's
 own answer code it checked, the visible part of the check's code the student already has, the
 comment a grader wrote on that answer in formgrader's *Manual Grading* (read from the gradebook),
-and notes about the submission. Hidden tests never appear: only the visible parts of a test cell are shown,
-and no test code ever entered the student's sandbox, so no message can quote it. Plain HTML and inline CSS: it
-opens
-offline, with nothing fetched from a CDN. Every text of a record (a student's grade_id, error
-message, file name) goes through :func:`.untrusted.html_text`: escaped, without lone surrogates or
-control characters; a record that cannot be read costs only its own page.
+and notes about the submission. Hidden tests never appear: only the visible parts of a test cell
+are shown, and no test code ever entered the student's sandbox, so no message can quote it. Plain
+HTML and inline CSS (``templates/feedback.html.j2``): it opens offline, with nothing fetched from a
+CDN. Every text of a record (a student's grade_id, error message, file name) is printed as
+:mod:`course_tools.pages` prints it: without lone surrogates or control characters, escaped; a
+record that cannot be read costs only its own page. What the page says of a late submission comes
+from the caller (:class:`LateNote`): grading knows no due date.
 """
 from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Callable, TextIO
 
-from course_tools.classroom import late
 from course_tools.course import assignments
 from course_tools.notebooks import nbgrader_meta, read_notebook
-from course_tools.untrusted import Unreadable, html_text, safe_text
+from course_tools.pages import render
+from course_tools.untrusted import Unreadable, safe_text
 
 from . import gradebook
 from .records import FAILED, Result, read_record, recorded_students
 from .submission import answers, cell_ids, read_submission, source_cells, split_test_cell
 
-STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
-table{border-collapse:collapse;width:100%}
-td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}
-pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap}.passed{color:#1a7f37}.failed{color:#b42318}
-.review{color:#9a6700}summary{cursor:pointer;color:#555}
-.comment{border-left:3px solid #0969da;padding:.2rem .6rem;white-space:pre-wrap}"""
 RESULT = {"passed": "passed", "failed": "failed", "review": "a person will review this check"}
+
+
+@dataclass(frozen=True)
+class LateNote:
+    """What a student's page says of a late submission. The caller works it out (``course feedback``:
+    :func:`course_tools.classroom.late.late_notes`, from the gradebook's due dates and the course's
+    late policy), so that grading knows neither."""
+
+    penalty: float  # points taken off the score
+    said: str  # when it came and what it cost, in words
+    policy: str  # the late policy, in words
+
+
+# (student, score before any penalty, None when the submission could not be graded) -> what the page
+# says of its lateness, None for a submission on time
+LateNotes = Callable[[str, float | None], LateNote | None]
 
 
 # "### Exercise 3 · The language model (`ElmanRNNLM`)" -> "Exercise", 3 and the names in backticks; the
@@ -102,76 +114,67 @@ def visible_part(source: str) -> str:
     return "\n".join(code for kind, code in split_test_cell(source) if kind == "visible").rstrip()
 
 
+@dataclass(frozen=True)
+class CheckRow:
+    """One row of the page's table of checks, as the template shows it."""
+
+    label: str  # the exercise's name
+    grade_id: str
+    score: str  # "1.5 / 2"
+    status: str
+    result: str  # the status in words
+    message: str  # what the check said, "" when nothing
+    comments: list[str]  # a grader's comments on its answer cells and on itself
+    yours: str  # the student's answer code it checked, "" when none can be read
+    visible: str  # the visible part of the test cell, "" when none
+
+
+def check_rows(record: Result, tests: dict[str, str], score: gradebook.Scores | None,
+               labels: dict[str, tuple[str, list[str]]], code: dict[str, str]
+               ) -> tuple[list[CheckRow], set[str]]:
+    """The rows of the table of checks, and the cells whose comment one of them shows."""
+    manual, comments = (score.manual, score.comments) if score else ({}, {})
+    rows, shown = [], set()
+    for check in record.checks:
+        label, answered = labels.get(check.grade_id, (check.grade_id, []))
+        remarks = [c for c in (*answered, check.grade_id) if c in comments and c not in shown]
+        shown.update(remarks)
+        rows.append(CheckRow(
+            label, check.grade_id, f"{manual.get(check.grade_id, check.score):g} / {check.points:g}",
+            check.status, RESULT.get(check.status, check.status), check.message,
+            [comments[c] for c in remarks], "\n\n".join(code[a] for a in answered if a in code).strip(),
+            visible_part(tests.get(check.grade_id, ""))))
+    return rows, shown
+
+
 def page(record: Result, tests: dict[str, str], score: gradebook.Scores | None,
          labels: dict[str, tuple[str, list[str]]] | None = None, code: dict[str, str] | None = None,
-         lateness: late.Lateness | None = None, policy: str = "") -> str:
-    """The HTML page for one grading record; ``tests`` maps grade_id to the test cell's source,
-    ``labels`` a test's grade_id to (its exercise's name, its answer cells), ``code`` an answer
-    cell's grade_id to the student's code; ``lateness`` a late submission's delay and penalty under
-    the late ``policy`` (described in words). A grader's comment on a cell stands beside the check of
-    that answer; one on a cell no check shows, under the checks."""
-    labels, code = labels or {}, code or {}
-    e = html_text
-    title = f"{record.assignment}: feedback for {record.student}"
-    manual, comments = (score.manual, score.comments) if score else ({}, {})
-    if record.status == FAILED:
-        summary = f"<p class='failed'>Your submission could not be graded: {e('; '.join(record.reasons))}</p>"
-    else:
-        total = score.score if score else record.score
-        summary = (f"<p>Score: <b>{total - (lateness.penalty if lateness else 0):g} / "
-                   f"{record.max_score:g}</b></p>")
-    if lateness is not None:
-        summary += (f"<p class='late'>Late: {e(lateness.describe())}" +
-                    (f" ({total:g} before the penalty; late policy: {e(policy)})"
-                     if record.status != FAILED else "") + "</p>")
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
-             f"<style>{STYLE}</style></head><body><h1>{e(title)}</h1>", summary]
-    if record.notes:
-        notes = "".join(f"<li>{e(n)}</li>" for n in record.notes)
-        parts.append(f"<h2>About your submission</h2><ul>{notes}</ul>")
-    shown: set[str] = set()  # the cells whose comment a check's row shows
-    if record.checks:
-        parts.append("<h2>Checks</h2><table><tr><th>exercise</th><th>score</th><th>result</th></tr>")
-        for check in record.checks:
-            points = manual.get(check.grade_id, check.score)
-            message = check.message
-            label, answered = labels.get(check.grade_id, (check.grade_id, []))
-            yours = "\n\n".join(code[a] for a in answered if a in code).strip()
-            visible = visible_part(tests.get(check.grade_id, ""))
-            remarks = [c for c in (*answered, check.grade_id) if c in comments and c not in shown]
-            shown.update(remarks)
-            parts.append(
-                f"<tr><td>{e(label)}<br><small>{e(check.grade_id)}</small></td>"
-                f"<td>{points:g} / {check.points:g}</td>"
-                f"<td><span class='{e(check.status)}'>{RESULT.get(check.status, e(check.status))}</span>" +
-                (f"<pre>{e(message)}</pre>" if message else "") +
-                "".join(f"<p class='comment'><b>Your grader's comment:</b> {e(comments[c])}</p>"
-                        for c in remarks) +
-                (f"<details{' open' if check.status != 'passed' else ''}><summary>your answer</summary>"
-                 f"<pre>{e(yours)}</pre></details>" if yours else "") +
-                ("<details><summary>the visible part of this "
-                 f"check</summary><pre>{e(visible)}</pre></details>"
-                 if visible else "") + "</td></tr>")
-        parts.append("</table>")
-    if others := {cell: text for cell, text in comments.items() if cell not in shown}:
-        items = "".join(f"<li><small>{e(cell)}</small><p class='comment'>{e(text)}</p></li>"
-                        for cell, text in sorted(others.items()))
-        parts.append(f"<h2>Your grader's comments</h2><ul>{items}</ul>")
-    parts.append(
-        "<p><small>Hidden tests ran your code on inputs you have not seen; they are not shown.</small></p>")
-    return "".join(parts) + "</body></html>\n"
+         late: LateNote | None = None) -> str:
+    """The HTML page for one grading record (``templates/feedback.html.j2``); ``tests`` maps grade_id
+    to the test cell's source, ``labels`` a test's grade_id to (its exercise's name, its answer
+    cells), ``code`` an answer cell's grade_id to the student's code; ``late`` what to say of a late
+    submission. A grader's comment on a cell stands beside the check of that answer; one on a cell no
+    check shows, under the checks."""
+    rows, shown = check_rows(record, tests, score, labels or {}, code or {})
+    total = score.score if score else record.score
+    return render(
+        __file__, "feedback.html.j2", record=record, graded=record.status != FAILED,
+        total=total, penalty=late.penalty if late else 0, late=late, rows=rows,
+        others=sorted((cell, text) for cell, text in (score.comments if score else {}).items()
+                      if cell not in shown))
 
 
 def write_feedback(root: Path, assignment_id: str, students: list[str] | None = None,
-                   out: TextIO | None = None) -> int:
+                   out: TextIO | None = None, *, late: LateNotes) -> int:
+    """Each graded student's page (or those of ``students``), saying of a late submission what
+    ``late`` says; 1 when a record cannot be read (its page is not written), else 0."""
     out = out or sys.stdout
     assignment = assignments(root, [assignment_id])[0]
     cells = source_cells(assignment.source)
     tests = {c.grade_id: c.source for c in cells if c.kind == "test"}
     labels, ids = exercises(assignment.source), cell_ids(assignment.source)
     url = gradebook.db_url(root)
-    scores, deadlines, policy = gradebook.scores(url, assignment.id), late.deadlines(
-        url, assignment.id), late.policy(root)
+    scores = gradebook.scores(url, assignment.id)
     graded = recorded_students(assignment)
     written, failed = 0, []
     for student in graded:  # the folder's name, not what the record says
@@ -181,10 +184,8 @@ def write_feedback(root: Path, assignment_id: str, students: list[str] | None = 
             record = read_record(assignment, student)
             score = scores.get(student)
             total = score.score if score else record.score
-            lateness = late.lateness(policy, student, deadlines.get(student),
-                                     total if record.status != FAILED else None)
             text = page(record, tests, score, labels, student_answers(root, assignment, student, cells, ids),
-                        lateness, late.describe(policy))
+                        late(student, total if record.status != FAILED else None))
         except Exception as error:  # one unreadable record must not stop the others' pages
             failed.append(f"{safe_text(student, one_line=True)} ({type(error).__name__})")
             continue

@@ -4,14 +4,15 @@ section 6), and how many slides a rendered deck holds.
 """
 from __future__ import annotations
 
-import html
 import re
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 from nbformat import NotebookNode
 
 from course_tools.notebooks import write_if_changed
+from course_tools.pages import render
 
 from .slide_heights import slide_type
 
@@ -136,42 +137,29 @@ def title(notebook: NotebookNode, default: str) -> str:
     return default
 
 
+@dataclass(frozen=True)
+class IndexEntry:
+    """One deck on the index page."""
+
+    deck_id: str
+    title: str
+    slides: int
+    topics: list[str]
+    handout: bool  # a PDF printed from the deck as it is now sits beside it
+    seeds: list[tuple[str, str, str]]  # (seed number, the seed's title, what of it the deck covers)
+
+
 def write_index(out: Path, decks: list[tuple[str, str, int, list[str]]]) -> Path:
-    """``out/index.html``: one entry per deck (id, title, slide count, topics) in course order, with
-    its topics, the seed material it covers (``SEED_TOPICS``), and its PDF where one was printed
-    from the deck as it is now."""
-    items = []
+    """``out/index.html`` (``templates/slide_index.html.j2``): one entry per deck (id, title, slide
+    count, topics) in course order, with its topics, the seed material it covers (``SEED_TOPICS``),
+    and its PDF where one was printed from the deck as it is now."""
+    entries = []
     for deck_id, deck_title, count, deck_topics in decks:
         deck, pdf = out / f"{deck_id}.slides.html", out / f"{deck_id}.pdf"
         current = pdf.is_file() and pdf.stat().st_mtime >= deck.stat().st_mtime
-        handout = f' · <a href="{deck_id}.pdf">PDF</a>' if current else ""
-        lines = [f'<li><a href="{deck_id}.slides.html">{html.escape(deck_title)}</a> '
-                 f'<span class="meta">{deck_id} · {count} slides{handout}</span>']
-        if deck_topics:
-            lines.append(f'<div class="topics"><b>Topics:</b> {html.escape("; ".join(deck_topics))}</div>')
-        seeds = SEED_TOPICS.get(deck_id, ())
-        if seeds:
-            lines.append('<div class="seeds"><b>Seed material covered:</b><ul>')
-            lines += [
-                f'<li><span class="seed">{seed} · {html.escape(SEEDS[seed])}</span>: {html.escape(what)}</li>'
-                for seed, what in seeds
-            ]
-            lines.append("</ul></div>")
-        items.append("\n".join(lines) + "</li>")
-    page = "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        '<link rel="icon" href="data:,">',
-        "<title>Attention &amp; Transformers, built from scratch: lecture slides</title>",
-        "<style>body{font-family:sans-serif;max-width:52em;margin:3em auto;line-height:1.5}"
-        "ol>li{margin:1.2em 0}.meta{color:#666;font-size:.9em}.topics,.seeds{font-size:.92em;margin:.3em 0}"
-        ".seeds ul{margin:.2em 0}.seed{color:#444}</style>", "</head>", "<body>",
-        "<h1>Attention &amp; Transformers, built from scratch</h1>",
-        "<p>Lecture slides, one deck per notebook in course order. Press <kbd>S</kbd> in a deck "
-        "for the speaker view (the notes hold the code moved off the slides and the prose of the "
-        "derivations), <kbd>Esc</kbd> for an overview. The seed material is in <code>shared/seeds/</code>, "
-        "named by its number.</p>", "<ol>", *items, "</ol>", "</body>", "</html>", ""
-    ])
-    return publish(out / "index.html", page)
+        seeds = [(seed, SEEDS[seed], what) for seed, what in SEED_TOPICS.get(deck_id, ())]
+        entries.append(IndexEntry(deck_id, deck_title, count, deck_topics, current, seeds))
+    return publish(out / "index.html", render(__file__, "slide_index.html.j2", entries=entries))
 
 
 def publish(path: Path, text: str) -> Path:
