@@ -8,7 +8,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
 from course_lib.cost import (attention_flops, attention_pair_flops, block_param_counts,
-                             causal_attention_flops, ffn_flops, median_ms, saved_megabytes)
+                             causal_attention_flops, compute_optimal, ffn_flops, median_ms,
+                             model_state_bytes, saved_megabytes)
 
 
 @pytest.mark.parametrize("T, d_model, n_heads", [(10, 16, 4), (7, 24, 3)])
@@ -68,3 +69,39 @@ def test_median_ms_times_a_call():
     calls = []
     assert median_ms(lambda: calls.append(1), repeats=3, warmup=2) >= 0
     assert len(calls) == 5
+
+
+def test_compute_optimal_spends_the_budget_at_the_ratio():
+    n, d = compute_optimal(6 * 20 * 1e9 ** 2)                # 1B parameters on 20B tokens
+    assert n == pytest.approx(1e9, rel=1e-12) and d == pytest.approx(20e9, rel=1e-12)
+    n, d = compute_optimal(6 * 65.2e9 * 1.4e12, 20.0)       # LLaMA-65B's budget: 67.6B on 1.35T
+    assert 6 * n * d == pytest.approx(6 * 65.2e9 * 1.4e12, rel=1e-12) and d / n == pytest.approx(20)
+    assert round(n / 1e9, 1) == 67.6 and round(d / 1e12, 2) == 1.35
+    assert all(type(v) is float for v in compute_optimal(5e11, 7))
+
+
+def test_model_state_bytes_is_zeros_figure_one():
+    # Rajbhandari et al. (2020), figure 1: 7.5B parameters on 64 GPUs, K = 12
+    gb = [model_state_bytes(7.5e9, 64, stage) / 1e9 for stage in range(4)]
+    assert [round(v, 1) for v in gb] == [120.0, 31.4, 16.6, 1.9]
+    assert all(model_state_bytes(1000, 1, stage) == 16000 for stage in range(4))
+    with pytest.raises(ValueError, match="zero_stage"):
+        model_state_bytes(10, 2, 4)
+
+
+def test_sixteen_bytes_a_parameter_is_what_mixed_precision_adamw_holds():
+    """bf16 weights and gradients for the products, an fp32 master copy that AdamW updates, and its
+    two fp32 moments: measured on live tensors after one step."""
+    master = nn.Linear(8, 5)
+    low = nn.Linear(8, 5).to(torch.bfloat16)
+    low.load_state_dict(master.state_dict())
+    low(torch.randn(3, 8, dtype=torch.bfloat16)).sum().backward()
+    for p, q in zip(master.parameters(), low.parameters()):
+        p.grad = q.grad.float()
+    optimizer = torch.optim.AdamW(master.parameters())
+    optimizer.step()
+    state = [t for s in optimizer.state.values() for k, t in s.items() if k != "step"]
+    held = sum(t.nbytes for t in [*low.parameters(), *(p.grad for p in low.parameters()),
+                                  *master.parameters(), *state])
+    n = sum(p.numel() for p in master.parameters())
+    assert held == model_state_bytes(n) == 16 * n
