@@ -1,5 +1,7 @@
 """course_lib.cost: FLOP formulas against torch's FlopCounterMode, parameter counts against
 nn.TransformerEncoderLayer, and the measuring helpers."""
+import ast
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -7,9 +9,12 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
+from course_tools.notebooks import read_notebook
 from course_lib.cost import (attention_flops, attention_pair_flops, block_param_counts,
                              causal_attention_flops, compute_optimal, ffn_flops, median_ms,
                              model_state_bytes, saved_megabytes)
+
+from .conftest import ROOT
 
 
 @pytest.mark.parametrize("T, d_model, n_heads", [(10, 16, 4), (7, 24, 3)])
@@ -105,3 +110,26 @@ def test_sixteen_bytes_a_parameter_is_what_mixed_precision_adamw_holds():
                                   *master.parameters(), *state])
     n = sum(p.numel() for p in master.parameters())
     assert held == model_state_bytes(n) == 16 * n
+
+
+def _calls(source: str, name: str) -> int:
+    """How many calls of ``name`` (bare, or an attribute such as course_lib.cost.name) ``source`` makes."""
+    return sum(1 for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+               and (getattr(node.func, "attr", None) == name or getattr(node.func, "id", None) == name))
+
+
+@pytest.mark.parametrize("where", [
+    "solutions/03_multihead_attention/03_multihead_attention.ipynb",
+    "solutions/07_language_model/07_language_model.ipynb", "benchmarks/flops.py"])
+def test_one_causal_count_of_attention_flops_for_03_07_and_the_benchmarks(where):
+    """A decoder's attention FLOPs come from course_lib.cost.attention_pair_flops everywhere they are
+    counted (notebook 03 after its question, 07's sections 7, 11, 15 and 16, the benchmarks' FLOPs)."""
+    path = ROOT / where
+    if path.suffix == ".ipynb":
+        cells = [c.source for c in read_notebook(path).cells if c.cell_type == "code"]
+        sources = ["\n".join(line for line in cell.splitlines() if not line.startswith(("%", "!")))
+                   for cell in cells]
+    else:
+        sources = [path.read_text(encoding="utf-8")]
+    assert sum(_calls(source, "attention_pair_flops") for source in sources) >= 1, \
+        f"{where} counts attention FLOPs without course_lib.cost.attention_pair_flops"
