@@ -19,7 +19,9 @@ Sections of ``benchmarks/results/07_language_model.json``:
   experiment (``dropout``: training and validation loss of each seed without and with dropout on a
   short slice of the training plays), and the byte-level
   BPE model against the character model at equal training FLOPs (``bpe``: nats per character of
-  both on the same validation characters, vocabulary, characters per token, updates);
+  both on the same validation characters, vocabulary, characters per token, updates), the IsoFLOP
+  sweep of widths at one training budget (``scaling``: each width's weights, tokens and every seed's
+  final loss, and the size Chinchilla's rule picks), and the memory and MFU of the run (``memory``);
 * ``nanogpt_comparison``: nanoGPT's CPU recipe for shakespeare-char (GPT-2 style: LayerNorm,
   GELU MLP, learned positions, no biases as in its config; 4 layers, 4 heads, d 128, context 64,
   batch 12, lr 1e-3 → 1e-4 over 2000 steps, warm-up 100, AdamW β2 0.99, clip 1) against the
@@ -157,6 +159,8 @@ def main(argv=None) -> int:
                     "sampling",
                     "dropout",
                     "bpe",
+                    "scaling",
+                    "memory",
                 )
             },
         }

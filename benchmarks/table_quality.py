@@ -104,6 +104,32 @@ def _bpe(flat: dict) -> tuple[str, None]:
     return measured, None
 
 
+def _isoflop(flat: dict) -> tuple[str, None]:
+    """07's IsoFLOP sweep (section 16): every width's final validation loss at one training budget."""
+    scaling = flat.get("scaling")
+    if not scaling:
+        return "not recorded", None
+    widths = scaling["by_width"]
+    points = ", ".join(f"d {w} (N {r['weights']:,}, {r['tokens'] / r['weights']:.1f} tokens/weight) "
+                       f"{sum(r['valid_loss']) / len(r['valid_loss']):.3f}"
+                       for w, r in widths.items())
+    measured = (f"{scaling['budget_flops']:.3g} training FLOPs each, {len(scaling['seeds'])} seeds: "
+                f"{points}; Chinchilla's rule: N {scaling['rule_params']:,}")
+    return measured, None
+
+
+def _memory(flat: dict) -> tuple[str, None]:
+    """07's section 17: the laptop run's MFU against a measured matrix product, and what training held."""
+    memory = flat.get("memory")
+    if not memory:
+        return "not recorded", None
+    measured = (f"MFU {memory['mfu']:.0%} ({memory['achieved_gflops']:.1f} of {memory['peak_gflops']:.1f} "
+                f"GFLOP/s, a measured fp32 matrix product); state {sum(memory['state_mb'].values()):.1f} MB, "
+                f"activations {memory['activations_mb']:.1f} MB, {memory['checkpointed_mb']:.1f} MB with "
+                "every block checkpointed")
+    return measured, None
+
+
 def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple[str, bool | None]]]]:
     """(assignment, target, check) of one profile, in course order."""
     limit = NOTEBOOK_MINUTES[profile]
@@ -127,6 +153,10 @@ def _quality_checks(profile: str) -> list[tuple[str, str, Callable[[dict], tuple
              "faster than recomputation, identical tokens", _kv_cache),
             ("07_language_model", "GPT (07): byte-level BPE vs characters at equal training FLOPs, nats/char",
              _bpe),
+            ("07_language_model", "GPT (07): IsoFLOP sweep of widths at equal training FLOPs, nats/char",
+             _isoflop),
+            ("07_language_model", "GPT (07): MFU of the laptop run, and the memory training held",
+             _memory),
         ]
     else:
         checks = [

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from benchmarks._notebook_run import add_notebook_arguments, machine, run_notebook, write_report
+from benchmarks.table_quality import GPU_TRAIN_MINUTES
 from course_lib.positional import make_positional
 from course_lib.transformer import Transformer, TransformerConfig, label_smoothed_cross_entropy
 
@@ -181,11 +182,22 @@ def earlier_models() -> dict:
     return found
 
 
+def gpu_plan() -> dict:
+    """How the gpu row was sized: its updates and batch, and the minutes they take at the throughput
+    measured on an H200 (course_lib.recipes), against the training-time target."""
+    from course_lib import recipes
+
+    hp = recipes.HPARAMS["transformer"]["gpu"]
+    return {"steps": hp["steps"], "max_tokens": hp["max_tokens"], "tokens_per_s": recipes.GPU_TOKENS_PER_S,
+            "planned_train_minutes": round(recipes.planned_minutes(hp, recipes.GPU_TOKENS_PER_S), 2),
+            "target_train_minutes": GPU_TRAIN_MINUTES}
+
+
 def gpu_section() -> dict:
     """The gpu profile through the same recipe as `course train`, or why it was not measured."""
     if not torch.cuda.is_available():
-        return {"measured": False, "note": "no GPU was available on this run: the gpu-profile numbers "
-                "(tokens/s, MFU, BLEU, minutes on an H100-class card) were not measured"}
+        return {"measured": False, "plan": gpu_plan(), "note": "no GPU was available on this run: the "
+                "gpu-profile numbers (tokens/s, MFU, BLEU, minutes on an H100-class card) were not measured"}
     from course_lib import recipes
     from benchmarks.flops import peak_flops, training_flops
     from course_lib.text import BucketedBatches
@@ -200,7 +212,8 @@ def gpu_section() -> dict:
     tokens_per_s = sum(run.history.tokens_per_s[1:]) / max(1, len(run.history.tokens_per_s[1:]))
     name = torch.cuda.get_device_name(0)
     peak = peak_flops(name)
-    return {"measured": True, "device_name": name, "train_minutes": round(run.history.minutes, 2),
+    return {"measured": True, "plan": gpu_plan(), "device_name": name,
+            "train_minutes": round(run.history.minutes, 2),
             "updates": run.history.step[-1], "tokens_per_s": round(tokens_per_s, 1),
             "model_flops_per_target_token": flops_per_token,
             "mfu": None if peak is None else round(tokens_per_s * flops_per_token / peak, 4),

@@ -1,5 +1,6 @@
 """What attention and a Transformer block cost: FLOPs and parameters by formula (notebook 03),
-and time and activation memory by measurement (notebooks 02 and 03).
+and time and activation memory by measurement (notebooks 02 and 03); what a training run's budget
+buys and what its state occupies (notebook 07's sections 16 and 17).
 
 FLOPs count the matrix products only, one multiply-add = 2 FLOPs; biases, softmax, norms and
 activations are element-wise work of order T·d or T², negligible next to them. The formulas agree
@@ -7,6 +8,7 @@ with ``torch.utils.flop_counter.FlopCounterMode`` (tests/test_cost.py).
 """
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Callable
@@ -56,6 +58,30 @@ def block_param_counts(d_model: int, d_ff: int) -> dict[str, int]:
     return {**counts, "total": sum(counts.values())}
 
 
+def compute_optimal(flops: float, tokens_per_param: float = 20.0) -> tuple[float, float]:
+    """The model size N and the training tokens D that spend a budget of ``flops`` = 6·N·D with
+    D = ``tokens_per_param``·N (Hoffmann et al., 2022: about 20 tokens per parameter). So
+    N = sqrt(flops / (6·r)) and D = r·N; returns ``(N, D)`` as Python floats."""
+    n_params = math.sqrt(flops / (6 * tokens_per_param))
+    return n_params, tokens_per_param * n_params
+
+
+# Mixed-precision AdamW as ZeRO counts it (Rajbhandari et al., 2020), bytes per parameter: 16-bit
+# weights and gradients, and K = 12 of fp32 optimizer state (a copy of the weights, momentum, variance)
+WEIGHT_BYTES, GRADIENT_BYTES, OPTIMIZER_BYTES = 2, 2, 12
+
+
+def model_state_bytes(n_params: float, n_gpus: int = 1, zero_stage: int = 0) -> float:
+    """Bytes of weights, gradients and optimizer state that one of ``n_gpus`` data-parallel GPUs holds
+    for mixed-precision AdamW, 16 per parameter in all: stage 0 replicates everything on every GPU;
+    ZeRO stage 1 shards the optimizer state across the GPUs, stage 2 the gradients too, stage 3 the
+    weights too (a shard is 1/n_gpus of the whole)."""
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    parts = ((OPTIMIZER_BYTES, 1), (GRADIENT_BYTES, 2), (WEIGHT_BYTES, 3))  # (bytes, first stage to shard)
+    return float(sum(n_params * size / (n_gpus if zero_stage >= stage else 1) for size, stage in parts))
+
+
 def saved_megabytes(fn: Callable[[], object]) -> float:
     """Megabytes of the tensors autograd keeps for the backward pass while ``fn()`` runs.
 
@@ -89,5 +115,6 @@ def median_ms(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> fl
     return 1000 * statistics.median(times)
 
 
-__all__ = ["attention_flops", "attention_pair_flops", "block_param_counts", "causal_attention_flops",
-           "ffn_flops", "median_ms", "saved_megabytes"]
+__all__ = ["GRADIENT_BYTES", "OPTIMIZER_BYTES", "WEIGHT_BYTES", "attention_flops", "attention_pair_flops",
+           "block_param_counts", "causal_attention_flops", "compute_optimal", "ffn_flops", "median_ms",
+           "model_state_bytes", "saved_megabytes"]

@@ -46,8 +46,11 @@ _RNN_HP = {
 # The Transformer (notebook 05) adds the paper's recipe: Adam(0.9, 0.98), the warm-up schedule
 # noam_lr scaled by lr_factor, label smoothing; on a GPU bf16 autocast. No profile compiles the model:
 # on an H200 (torch 2.11) torch.compile of this variable-length model took 150 s for its first 50
-# updates and then ran at about 270k tokens/s against eager's 240k, so 4,000 updates finish sooner
-# without it (benchmarks/results/gpu.json). The notebook
+# updates and then ran at about 270k tokens/s against eager's 240k, so a run of a few thousand updates
+# finishes sooner without it (benchmarks/results/gpu.json). The gpu row is planned from that measured
+# eager throughput (GPU_TOKENS_PER_S): 1,600 updates of 24,000 tokens are 38.4M tokens, about 2.7
+# minutes of training, under the 3-minute target (4,000 updates took about 6.7); planned_minutes()
+# says it for any row, and `python -m benchmarks quality` measures it when a GPU is lent. The notebook
 # also reads n_valid (BLEU curve sentences), eval_every (updates between points), n_speed (sentences
 # of its decoding comparisons) and variant_steps (updates of the RoPE variant, compared with the main
 # model's weights at that update; a multiple of eval_every).
@@ -58,10 +61,17 @@ _TRANSFORMER_HP = {
     "laptop": dict(n_train=60_000, max_tokens=3_000, steps=900, warmup=200, lr_factor=1.0,
                    label_smoothing=0.1, n_test=1_000, n_long=300, autocast=None,
                    n_valid=100, eval_every=100, n_speed=100, variant_steps=300),
-    "gpu": dict(n_train=200_000, max_tokens=24_000, steps=4_000, warmup=400, lr_factor=1.0,
+    "gpu": dict(n_train=200_000, max_tokens=24_000, steps=1_600, warmup=400, lr_factor=1.0,
                 label_smoothing=0.1, n_test=2_000, n_long=1_000, autocast="bfloat16",
-                n_valid=200, eval_every=500, n_speed=200, variant_steps=1500),
+                n_valid=200, eval_every=400, n_speed=200, variant_steps=1_200),
 }
+GPU_TOKENS_PER_S = 240_000  # the Transformer's eager bf16 training tokens/s, measured on an H200
+
+
+def planned_minutes(hp: dict, tokens_per_s: float) -> float:
+    """Minutes of training a row of hyperparameters takes at ``tokens_per_s``: ``steps`` batches of
+    up to ``max_tokens`` tokens each (the batches are filled close to it)."""
+    return hp["steps"] * hp["max_tokens"] / tokens_per_s / 60
 # The attention RNN (notebook 02). The notebook also reads baseline_steps (updates of 01's model,
 # retrained when its checkpoint is missing) and max_len (longest translation; None: 2 × source length + 10).
 _ATTENTION_RNN_HP = {
@@ -245,6 +255,6 @@ def save(run: TrainedRun, metrics: dict, directory: Path | None = None) -> tuple
 
 
 __all__ = [
-    "HPARAMS", "RECIPES", "Recipe", "TrainedRun", "build", "evaluate", "fit", "hparams", "loss_function",
-    "optimizer_and_schedule", "resolve", "save", "training_data"
+    "GPU_TOKENS_PER_S", "HPARAMS", "RECIPES", "Recipe", "TrainedRun", "build", "evaluate", "fit", "hparams",
+    "loss_function", "optimizer_and_schedule", "planned_minutes", "resolve", "save", "training_data"
 ]

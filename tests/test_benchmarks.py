@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import runner, table
+from benchmarks import runner, table, table_quality
 from benchmarks._timing import alternate
 from benchmarks.flops import matmul_params, peak_flops, training_flops
 from benchmarks.mha_speed import CONTENDERS, FUSED
@@ -114,6 +114,20 @@ def test_table_reports_gpu_targets_from_a_gpu_run(tmp_path):
     mfu, bleu = table.rows(tmp_path)[-2:]
     assert (mfu.status, mfu.measured) == (table.GAP, "20.0% (1,000,000 tokens/s, NVIDIA H100 80GB HBM3)")
     assert bleu.status == table.MET and (bleu.machine, bleu.device) == ("NVIDIA H100 80GB HBM3", "cuda")
+
+
+def test_gpu_row_of_05_is_planned_within_its_training_time_from_the_measured_throughput():
+    """05's gpu row (course_lib.recipes) trains, at the tokens/s measured on an H200, within the
+    3-minute target; its RoPE variant compares at an evaluation point of the main run."""
+    from benchmarks.transformer import gpu_plan
+    from course_lib import recipes
+
+    hp = recipes.HPARAMS["transformer"]["gpu"]
+    plan = gpu_plan()
+    assert plan["planned_train_minutes"] <= plan["target_train_minutes"] == table_quality.GPU_TRAIN_MINUTES
+    assert plan["planned_train_minutes"] == round(hp["steps"] * hp["max_tokens"] / 240_000 / 60, 2)
+    assert hp["variant_steps"] <= hp["steps"] and hp["variant_steps"] % hp["eval_every"] == 0
+    assert hp["steps"] % hp["eval_every"] == 0
 
 
 def test_ci_section_times_the_given_command(tmp_path):

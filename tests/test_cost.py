@@ -1,5 +1,7 @@
 """course_lib.cost: FLOP formulas against torch's FlopCounterMode, parameter counts against
 nn.TransformerEncoderLayer, and the measuring helpers."""
+import ast
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -7,8 +9,12 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from course_lib.attention import scaled_dot_product_attention
+from course_tools.notebooks import read_notebook
 from course_lib.cost import (attention_flops, attention_pair_flops, block_param_counts,
-                             causal_attention_flops, ffn_flops, median_ms, saved_megabytes)
+                             causal_attention_flops, compute_optimal, ffn_flops, median_ms,
+                             model_state_bytes, saved_megabytes)
+
+from .conftest import ROOT
 
 
 @pytest.mark.parametrize("T, d_model, n_heads", [(10, 16, 4), (7, 24, 3)])
@@ -68,3 +74,62 @@ def test_median_ms_times_a_call():
     calls = []
     assert median_ms(lambda: calls.append(1), repeats=3, warmup=2) >= 0
     assert len(calls) == 5
+
+
+def test_compute_optimal_spends_the_budget_at_the_ratio():
+    n, d = compute_optimal(6 * 20 * 1e9 ** 2)                # 1B parameters on 20B tokens
+    assert n == pytest.approx(1e9, rel=1e-12) and d == pytest.approx(20e9, rel=1e-12)
+    n, d = compute_optimal(6 * 65.2e9 * 1.4e12, 20.0)       # LLaMA-65B's budget: 67.6B on 1.35T
+    assert 6 * n * d == pytest.approx(6 * 65.2e9 * 1.4e12, rel=1e-12) and d / n == pytest.approx(20)
+    assert round(n / 1e9, 1) == 67.6 and round(d / 1e12, 2) == 1.35
+    assert all(type(v) is float for v in compute_optimal(5e11, 7))
+
+
+def test_model_state_bytes_is_zeros_figure_one():
+    # Rajbhandari et al. (2020), figure 1: 7.5B parameters on 64 GPUs, K = 12
+    gb = [model_state_bytes(7.5e9, 64, stage) / 1e9 for stage in range(4)]
+    assert [round(v, 1) for v in gb] == [120.0, 31.4, 16.6, 1.9]
+    assert all(model_state_bytes(1000, 1, stage) == 16000 for stage in range(4))
+    with pytest.raises(ValueError, match="zero_stage"):
+        model_state_bytes(10, 2, 4)
+
+
+def test_sixteen_bytes_a_parameter_is_what_mixed_precision_adamw_holds():
+    """bf16 weights and gradients for the products, an fp32 master copy that AdamW updates, and its
+    two fp32 moments: measured on live tensors after one step."""
+    master = nn.Linear(8, 5)
+    low = nn.Linear(8, 5).to(torch.bfloat16)
+    low.load_state_dict(master.state_dict())
+    low(torch.randn(3, 8, dtype=torch.bfloat16)).sum().backward()
+    for p, q in zip(master.parameters(), low.parameters()):
+        p.grad = q.grad.float()
+    optimizer = torch.optim.AdamW(master.parameters())
+    optimizer.step()
+    state = [t for s in optimizer.state.values() for k, t in s.items() if k != "step"]
+    held = sum(t.nbytes for t in [*low.parameters(), *(p.grad for p in low.parameters()),
+                                  *master.parameters(), *state])
+    n = sum(p.numel() for p in master.parameters())
+    assert held == model_state_bytes(n) == 16 * n
+
+
+def _calls(source: str, name: str) -> int:
+    """How many calls of ``name`` (bare, or an attribute such as course_lib.cost.name) ``source`` makes."""
+    return sum(1 for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+               and (getattr(node.func, "attr", None) == name or getattr(node.func, "id", None) == name))
+
+
+@pytest.mark.parametrize("where", [
+    "solutions/03_multihead_attention/03_multihead_attention.ipynb",
+    "solutions/07_language_model/07_language_model.ipynb", "benchmarks/flops.py"])
+def test_one_causal_count_of_attention_flops_for_03_07_and_the_benchmarks(where):
+    """A decoder's attention FLOPs come from course_lib.cost.attention_pair_flops everywhere they are
+    counted (notebook 03 after its question, 07's sections 7, 11, 15 and 16, the benchmarks' FLOPs)."""
+    path = ROOT / where
+    if path.suffix == ".ipynb":
+        cells = [c.source for c in read_notebook(path).cells if c.cell_type == "code"]
+        sources = ["\n".join(line for line in cell.splitlines() if not line.startswith(("%", "!")))
+                   for cell in cells]
+    else:
+        sources = [path.read_text(encoding="utf-8")]
+    assert sum(_calls(source, "attention_pair_flops") for source in sources) >= 1, \
+        f"{where} counts attention FLOPs without course_lib.cost.attention_pair_flops"

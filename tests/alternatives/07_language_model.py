@@ -582,4 +582,34 @@ def training_mfu(n_params, n_tokens, n_gpus, days, peak_flops):
     gpu_seconds_used = n_gpus * days * 86400.0
     return gpu_seconds_at_peak / gpu_seconds_used
 """),
+    # ------------------------------------------------------------------ compute_optimal
+    Alternative("compute_optimal", "tokens first: D = sqrt(C·r / 6), then N = D / r", """
+def compute_optimal(flops, tokens_per_param):
+    n_tokens = (flops * tokens_per_param / 6) ** 0.5
+    return (n_tokens / tokens_per_param, n_tokens)
+"""),
+    Alternative("compute_optimal", "NumPy float64 arithmetic (NumPy floats are Python floats)", """
+def compute_optimal(flops, tokens_per_param):
+    n = np.sqrt(np.float64(flops) / np.float64(6 * tokens_per_param))
+    return n, n * tokens_per_param
+"""),
+    Alternative("compute_optimal", "through logarithms: log N = (log C - log 6r) / 2", """
+def compute_optimal(flops: float, tokens_per_param: float) -> tuple[float, float]:
+    log_n = 0.5 * (math.log(flops) - math.log(6.0 * tokens_per_param))
+    n_params = math.exp(log_n)
+    return n_params, n_params * tokens_per_param
+"""),
+    # ------------------------------------------------------------------ model_state_bytes
+    Alternative("model_state_bytes", "a table of the bytes split at each stage", """
+def model_state_bytes(n_params, n_gpus, zero_stage):
+    split = {0: 0, 1: 12, 2: 14, 3: 16}[zero_stage]
+    return (16 - split) * n_params + split * n_params / n_gpus
+"""),
+    Alternative("model_state_bytes", "a loop over the three parts and the stage each is split from", """
+def model_state_bytes(n_params: float, n_gpus: int, zero_stage: int) -> float:
+    total = 0.0
+    for bytes_each, split_from in ((12, 1), (2, 2), (2, 3)):
+        total += bytes_each * n_params / (n_gpus if zero_stage >= split_from else 1)
+    return total
+"""),
 ]

@@ -539,11 +539,61 @@ _MFU_BUGS = [
         variant(_MFU, "return float(needed / available)", "return float(100 * needed / available)")),
 ]
 
+# ----------------------------------------------------------------------------------------------- compute_optimal
+_OPTIMAL = '''
+def compute_optimal(flops, tokens_per_param):
+    n_params = math.sqrt(flops / (6 * tokens_per_param))
+    return float(n_params), float(tokens_per_param * n_params)
+'''
+_OPTIMAL_BUGS = [
+    Bug("compute_optimal", "the forward pass only: C = 2ND", variant(_OPTIMAL, "(6 * tokens_per_param)", "(2 * tokens_per_param)")),
+    Bug("compute_optimal", "no square root: N = C / 6r",
+        variant(_OPTIMAL, "math.sqrt(flops / (6 * tokens_per_param))", "flops / (6 * tokens_per_param)")),
+    Bug("compute_optimal", "the ratio outside the root: N = sqrt(C / 6) / r",
+        variant(_OPTIMAL, "math.sqrt(flops / (6 * tokens_per_param))", "math.sqrt(flops / 6) / tokens_per_param")),
+    Bug("compute_optimal", "tokens first, then parameters",
+        variant(_OPTIMAL, "return float(n_params), float(tokens_per_param * n_params)",
+                "return float(tokens_per_param * n_params), float(n_params)")),
+    Bug("compute_optimal", "the ratio read upside down: D = N / r",
+        variant(_OPTIMAL, "float(tokens_per_param * n_params)", "float(n_params / tokens_per_param)")),
+    Bug("compute_optimal", "rounded to whole parameters and tokens (ints)",
+        variant(_OPTIMAL, "return float(n_params), float(tokens_per_param * n_params)",
+                "return round(n_params), round(tokens_per_param * n_params)")),
+]
+
+# ----------------------------------------------------------------------------------------------- model_state_bytes
+_STATE = '''
+def model_state_bytes(n_params, n_gpus, zero_stage):
+    weights, gradients, optimizer = 2 * n_params, 2 * n_params, 12 * n_params
+    if zero_stage >= 1:
+        optimizer /= n_gpus
+    if zero_stage >= 2:
+        gradients /= n_gpus
+    if zero_stage >= 3:
+        weights /= n_gpus
+    return float(weights + gradients + optimizer)
+'''
+_STATE_BUGS = [
+    Bug("model_state_bytes", "stage 1 shards the gradients too", variant(_STATE, "if zero_stage >= 2:", "if zero_stage >= 1:")),
+    Bug("model_state_bytes", "no fp32 master copy of the weights: K = 8",
+        variant(_STATE, "12 * n_params", "8 * n_params")),
+    Bug("model_state_bytes", "fp32 gradients: 4 bytes each",
+        variant(_STATE, "2 * n_params, 2 * n_params, 12", "2 * n_params, 4 * n_params, 12")),
+    Bug("model_state_bytes", "stage 3 keeps the weights whole",
+        variant(_STATE, "        weights /= n_gpus\n", "        pass\n")),
+    Bug("model_state_bytes", "everything split across the GPUs at every stage, stage 0 included",
+        variant(_STATE, "return float(weights + gradients + optimizer)", "return float(16 * n_params / n_gpus)")),
+    Bug("model_state_bytes", "gigabytes instead of bytes",
+        variant(_STATE, "return float(weights + gradients + optimizer)", "return float((weights + gradients + optimizer) / 1e9)")),
+    Bug("model_state_bytes", "bytes as a NumPy float32 (not a Python float; 7 significant digits)",
+        variant(_STATE, "return float(weights + gradients + optimizer)", "return np.float32(weights + gradients + optimizer)")),
+]
+
 TEMPLATES = {"RMSNorm": _RMS, "SwiGLU": _SWIGLU, "CausalSelfAttention": _ATTN, "GPTBlock": _BLOCK, "GPT": _GPT,
              "sample_next": _SAMPLE, "generate": _GENERATE, "configure_optimizer": _OPT, "cosine_lr": _COSINE,
              "train_step": _STEP, "train_bpe": _TRAIN_BPE, "bpe_encode": _BPE_ENCODE, "bpe_decode": _BPE_DECODE,
-             "training_mfu": _MFU}
+             "training_mfu": _MFU, "compute_optimal": _OPTIMAL, "model_state_bytes": _STATE}
 
 BUGS = (_RMS_BUGS + _SWIGLU_BUGS + _ATTN_BUGS + _BLOCK_BUGS + _GPT_BUGS + _SAMPLE_BUGS + _GENERATE_BUGS + _OPT_BUGS
         + _COSINE_BUGS + _STEP_BUGS + _TRAIN_BPE_BUGS + _BPE_ENCODE_BUGS + _BPE_DECODE_BUGS
-        + _MFU_BUGS)
+        + _MFU_BUGS + _OPTIMAL_BUGS + _STATE_BUGS)
