@@ -20,7 +20,7 @@ import pytest
 
 from course_tools.course import CourseError, assignments
 from course_tools.grading.records import GRADED, read_explanation, read_record
-from course_tools.grading.sandboxed.variants import SEED_BITS, variant_seed
+from course_tools.grading.sandboxed.hidden_parts import SEED_BITS, variant_seed
 from course_tools.grading.autograde import submission_digest
 from course_tools.grading.variants import KEY_FILE, variant_count, variant_key, variant_of
 

@@ -1,13 +1,13 @@
 """``course autograde``: grade every submission in its own sandbox; credit only what the grader re-checked.
 
 Per assignment, once (cached under ``build/autograde/``): the solution runs in the sandbox and its
-graded test cells' calls are recorded as probes (:mod:`.probes`), then replayed on the solution to
+graded test cells' calls are recorded as probes (:mod:`.sandboxed.probes`), then replayed on the solution to
 keep only the probes that reproduce exactly and do not depend on the random state (:mod:`.reference`).
 
 Per student, each in a sandbox of its own (:mod:`.sandbox`), several at a time with ``--jobs``: the
 source notebook's cells run with the student's answer code but without any test cell, on a
 course_lib whose references of this assignment are stubbed out (:mod:`.redacted`), then the probes
-replay on the student's definitions. Each run is forked from the slot's zygote (:mod:`.zygote`),
+replay on the student's definitions. Each run is forked from the slot's zygote (:mod:`.sandboxed.zygote`),
 which imported torch once for the batch, instead of a new Python importing it again. Credit is
 decided here, outside the student's reach: a test cell scores its points when the student's answers
 on every one of its probes match the solution's (:func:`.compare.compare`, at the cell's own

@@ -19,9 +19,9 @@ MAX_RESULT_BYTES = 256 << 20  # one replayed result
 
 
 class ProbeServer:
-    """The grader's end of a run's channel (``--channel-fd``; :class:`.runner.Channel` is the other):
-    it hands the run the probes' inputs one check at a time, takes each check's result as it ends,
-    and seals the run before any hidden input.
+    """The grader's end of a run's channel (``--channel-fd``; :class:`.sandboxed.runner.Channel` is the
+    other): it hands the run the probes' inputs one check at a time, takes each check's result as it
+    ends, and seals the run before any hidden input.
 
     Each probe of the run's plan is handed over once, when the runner asks for it as its check
     starts (a method's probe comes with the input of the call that built its object), and once a

@@ -1,6 +1,6 @@
 """Static signs that a student's answer cell reaches beyond its exercise.
 
-A heuristic, not a proof: the probes (:mod:`.probes`) are what make wrong answers score nothing,
+A heuristic, not a proof: the probes (:mod:`.sandboxed.probes`) are what make wrong answers score nothing,
 and ``forbid()`` what blocks an exercise's forbidden implementations while its code runs. Guards
 inside the student's own process can always be taken apart (ctypes, the garbage collector, frames,
 names built from strings), so every answer that leaves the course's allowlist of capabilities

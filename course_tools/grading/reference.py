@@ -5,7 +5,7 @@ The solution runs in the sandbox twice: once recording every call its graded tes
 course_lib) replaying those calls on the solution itself, each a second time from another random
 state. A probe is used for grading only when its replay reproduces the recorded result and does not
 depend on the random state; the others are listed with the reason.
-One record run draws every variant's hidden inputs (:mod:`.sandboxed.variants`); each variant's
+One record run draws every variant's hidden inputs (:mod:`.sandboxed.hidden_parts`); each variant's
 probes are cached under ``build/autograde/<assignment>/`` per source notebook, grader and variant.
 """
 from __future__ import annotations
@@ -153,7 +153,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
 
     The record run is the solution notebook with its test cells and the full course_lib (the tests
     compute what they expect with it); each test cell's hidden part runs once more for every missing
-    variant other than 0, in a fork (:mod:`.sandboxed.variants`). The check run is what a student's
+    variant other than 0, in a fork (:mod:`.sandboxed.hidden_parts`). The check run is what a student's
     run will be: the solution's answer cells without any test cell, on the redacted course_lib, then
     every probe of every variant replayed twice. A probe is kept when the check run reproduces the
     recorded result and does not depend on the random state; the check run's record (with gradients,

@@ -190,7 +190,7 @@ def _parse(lines: list[bytes]) -> list[dict]:
 
 
 def run_plan(sandbox: Sandbox, spec: RunSpec) -> Run:
-    """Run ``spec`` (its plan: see :mod:`.runner`), again from the start with each step skipped that
+    """Run ``spec`` (its plan: see :mod:`.sandboxed.runner`), again from the start with each step skipped that
     broke a limit or the process (and the steps ``spec.related`` names with it), at most
     ``MAX_ATTEMPTS`` times. The probes' inputs (``spec.probe_inputs``) never go in the inbox: the
     run gets them one check at a time over its channel (:class:`ProbeServer`)."""

@@ -14,7 +14,7 @@ Nothing a run can write outlives it unseen: the sandbox's own root and ``/dev`` 
 seccomp filter (:mod:`.seccomp`) refuses the kernel objects that would outlive every process of
 the run or hold memory no limit counts (SysV IPC, memory files, keyrings, new namespaces).
 
-For a batch, each slot keeps a warm runner (:mod:`.zygote`) in a sandbox built the same way, whose
+For a batch, each slot keeps a warm runner (:mod:`.sandboxed.zygote`) in a sandbox built the same way, whose
 one shared folder receives each run's inbox and outbox in turn; every run is a fork of it, and
 what a run leaves behind is killed and wiped before the next (see that module for the guarantees).
 
@@ -61,7 +61,7 @@ from .isolation import (
 from .limits import Ended, Limits, Stop
 from .processes import Drain, Usage, Watched, ended, kill, tree_usage, watch_limits
 from .spec import RunSpec
-from .warm import ZYGOTE, Library, Zygote
+from .warm import ZYGOTE, Library, ZygoteHandle
 
 SLOT_UID_BASE = 64000  # sandboxes of a root grader run as uid/gid 64000 + slot
 RUNNER = "course_tools.grading.sandboxed.runner"
@@ -107,7 +107,7 @@ class Sandbox:
                 "survive" + ("; as root, the process limit does not apply either" if self.root else "")
             )
         )
-        self.zygotes: dict[int, Zygote] = {}  # slot -> its warm runner (see :mod:`.zygote`)
+        self.zygotes: dict[int, ZygoteHandle] = {}  # slot -> its warm runner (see :mod:`.sandboxed.zygote`)
         self._scratch: Scratch | None = None
         self._lock = threading.Lock()
 
@@ -137,7 +137,7 @@ class Sandbox:
     def run(self, spec: RunSpec, watch: Callable[[float, float], Stop | None] = lambda cpu, wall: None,
             channel: Callable[[socket.socket], None] | None = None) -> Ended:
         """Run the runner on ``spec`` until it exits or breaks a limit: in the slot's zygote when
-        ``spec.warm`` (:mod:`.zygote`, kept for the batch, its mounted course_lib updated to
+        ``spec.warm`` (:mod:`.sandboxed.zygote`, kept for the batch, its mounted course_lib updated to
         ``spec.course_lib``, forks it instead of a new Python importing everything again), else in a
         sandbox of its own. The runner's command line is built here, from the spec
         (:func:`.sandboxed.protocol.runner_arguments`). ``watch(cpu, wall)``: a limit of the caller's,
@@ -198,7 +198,7 @@ class Sandbox:
         return ended(watched, process.returncode if not stop else -signal.SIGKILL, stop, usage, spec.limits,
                      spec.budget)
 
-    def _zygote(self, slot: int, limits: Limits, course_lib: Path | None) -> "Zygote | None":
+    def _zygote(self, slot: int, limits: Limits, course_lib: Path | None) -> "ZygoteHandle | None":
         """The slot's warm runner, its course_lib folder holding ``course_lib`` (started, or replaced
         when it died or has imported a module that differs in ``course_lib``); None when none could
         start (the run then starts a new Python)."""
@@ -228,7 +228,7 @@ class Sandbox:
             filter_fd=filter_fd,
         )
         try:
-            zygote = Zygote(key, command, environment(limits, SCRATCH), folder, library, filter_fd)
+            zygote = ZygoteHandle(key, command, environment(limits, SCRATCH), folder, library, filter_fd)
         finally:
             if filter_fd is not None:
                 os.close(filter_fd)
@@ -238,7 +238,7 @@ class Sandbox:
         self.zygotes[slot] = zygote
         return zygote
 
-    def _run_warm(self, zygote: "Zygote", spec: RunSpec, watch: Callable[[float, float], Stop | None],
+    def _run_warm(self, zygote: "ZygoteHandle", spec: RunSpec, watch: Callable[[float, float], Stop | None],
                   channel: Callable[[socket.socket], None] | None) -> Ended:
         """One run forked by ``zygote``: the inbox and outbox are moved into the one folder its sandbox
         sees for the run, and back after it."""

@@ -13,7 +13,7 @@ alone like everything in the course folder) keeps a student from computing which
 would draw, and so from choosing one.
 
 Variant 0 is the notebook as written; variant ``v > 0`` draws the hidden checks' inputs from other
-seeds (:mod:`.sandboxed.variants`), its expected values recorded from the solution
+seeds (:mod:`.sandboxed.hidden_parts`), its expected values recorded from the solution
 like variant 0's, in the same record run (:func:`.reference.build_references`, cached per variant:
 :func:`variant_probes`). The visible checks are the same calls in every variant.
 """

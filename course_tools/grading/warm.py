@@ -62,8 +62,8 @@ def _digests(folder: Path) -> dict[str, str]:
             for path in sorted(folder.rglob("*.py")) if "__pycache__" not in path.parts}
 
 
-class Zygote:
-    """The parent's end of one warm runner (:mod:`.zygote`): its bwrap process, the control socket,
+class ZygoteHandle:
+    """The parent's end of one warm runner (:mod:`.sandboxed.zygote`): its bwrap process, the control socket,
     ``folder``, the one host folder its sandbox sees (as the parent of INBOX and OUTBOX), and the
     ``library`` it mounts as course_lib."""
 

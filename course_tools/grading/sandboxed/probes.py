@@ -14,7 +14,7 @@ process it cannot touch. Generically over the test cells as the instructor wrote
 - **replay** (the student's answer cells and the notebook's other cells, in their own sandbox, with
   a course_lib whose references of this assignment are stubbed out: :mod:`.redacted`): the same
   calls on the student's definitions, each call's input handed over by the grader when its check
-  starts (:class:`.channel.ProbeServer`), with everything its exercise forbids blocked
+  starts (:class:`~course_tools.grading.channel.ProbeServer`), with everything its exercise forbids blocked
   (:func:`.replay.guard`), results (and gradients, where the cell checks them) saved in plain form;
 - **compare** (the trusted grader, outside: :func:`course_tools.grading.compare.compare`): plain results are
 read with

@@ -15,14 +15,15 @@ parent treats everything here as the student's word, except what
 
 No probe's input is in the sandbox before its check starts: the runner asks the trusted parent for
 it over the channel ``--channel-fd`` when the check starts, and the parent hands each over once
-(:class:`.channel.ProbeServer`). No hidden input is in the sandbox before everything the student will
-read is final: every cell runs and every visible check replays first; then the runner asks the
-parent to seal the run (:data:`.protocol.SEAL`: the parent has the visible results as they are
-then, and takes none but the hidden checks' own results from then on), and only then do the
-hidden checks run, those of each test cell in a fork of their own from the state the notebook
-ended in, each asking for its input as its check starts. So nothing learnt from a hidden input can
-reach a visible outcome, a cell's error or anything else a student reads. What an exercise forbids is blocked
-whenever its code runs: while its answer cell runs and while each of its checks replays.
+(:class:`~course_tools.grading.channel.ProbeServer`). No hidden input is in the sandbox before
+everything the student will read is final: every cell runs and every visible check replays first;
+then the runner asks the parent to seal the run (:data:`.protocol.SEAL`: the parent has the visible
+results as they are then, and takes none but the hidden checks' own results from then on), and only
+then do the hidden checks run, those of each test cell in a fork of their own from the state the
+notebook ended in, each asking for its input as its check starts. So nothing learnt from a hidden
+input can reach a visible outcome, a cell's error or anything else a student reads. What an exercise
+forbids is blocked whenever its code runs: while its answer cell runs and while each of its checks
+replays.
 """
 from __future__ import annotations
 
@@ -55,9 +56,10 @@ class Events:
 
 
 class Channel:
-    """The runner's end of the channel to the trusted grader (see :class:`.channel.ProbeServer`): the
-    probes' inputs, asked for one check at a time, and every check's result, sent as it ends (the
-    grader keeps them; no result is a file the student's code could reach)."""
+    """The runner's end of the channel to the trusted grader (see
+    :class:`~course_tools.grading.channel.ProbeServer`): the probes' inputs, asked for one check at a
+    time, and every check's result, sent as it ends (the grader keeps them; no result is a file the
+    student's code could reach)."""
 
     def __init__(self, fd: int):
         from multiprocessing.connection import Connection
@@ -149,7 +151,7 @@ class Runner:
 
         from . import probes
         from . import replay as replaying
-        from .variants import hidden_calls, merge, reseed
+        from .hidden_parts import hidden_calls, merge, reseed
 
         self.plan, self.outbox, self.channel = plan, outbox, channel
         self.events, self.pid = Events(outbox / EVENTS), os.getpid()

@@ -13,7 +13,7 @@ variant costs its hidden parts, not the whole notebook again, and every variant'
 the very calls of variant 0. Visible checks, the answer cells and any seed a graded function sets
 inside a call keep theirs: the solution's own randomness must replay as it ran. Only the
 instructor's record run is changed; a student's run replays the recorded inputs
-(:class:`.channel.ProbeServer`) and never sees a seed.
+(:class:`~course_tools.grading.channel.ProbeServer`) and never sees a seed.
 """
 from __future__ import annotations
 
