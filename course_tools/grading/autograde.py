@@ -88,7 +88,7 @@ SWITCH_S = 0.0005
 def _answering_quickly() -> Iterator[None]:
     """Each check waits for its input from a probe server's thread while this one compares results:
     the interpreter changes threads every ``SWITCH_S`` instead of Python's 5 ms, so that a check does
-    not wait for a slice of the comparisons (a check takes about a millisecond)."""
+    not wait behind a whole slice of the comparisons."""
     before = sys.getswitchinterval()
     sys.setswitchinterval(SWITCH_S)
     try:
