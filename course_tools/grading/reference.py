@@ -159,7 +159,9 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
     recorded result and does not depend on the random state; the check run's record (with gradients,
     where the cell checks them) is what the students' answers are compared with. Each variant's
     reference is then its part of the record (:func:`.variants.variant_probes`), cached apart, with
-    its probes described as text (:func:`.probe_report.probe_texts`). ``key``: :func:`grader_key`,
+    its probes described as text (:func:`.probe_report.probe_texts`). Every run is a fork of slot 0's
+    warm runner, as a student's is, so the batch's students reuse the warm runner the reference
+    started. ``key``: :func:`grader_key`,
     when the caller has it already (it reads and parses every module a grade depends on).
     """
     wanted = sorted(set(variants))
@@ -170,7 +172,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         return found
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
         plan = make_plan("record", cells, limits, variants=[v for v in missing if v])
-        record = run_plan(sandbox, RunSpec.of(plan, Path(scratch) / "record", files, limits))
+        record = run_plan(sandbox, RunSpec.of(plan, Path(scratch) / "record", files, limits, warm=True))
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
@@ -180,7 +182,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         check = run_plan(sandbox, RunSpec.of(
             make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
             Path(scratch) / "check", replaying, limits, course_lib=redacted_for(assignment, cells, calls),
-            probe_inputs=record.outbox / "probes"))
+            probe_inputs=record.outbox / "probes", warm=True))
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
         usable = {}
         for k, call in enumerate(calls):
@@ -204,7 +206,8 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
             samples = run_plan(sandbox, RunSpec.of(
                 make_plan("grade", check_cells, limits, cells, calls, sampled, sampled=sampled),
                 Path(scratch) / "samples", replaying, limits,
-                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes"))
+                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes",
+                warm=True))
             for k in sampled:
                 result = samples.result(k)
                 if isinstance(result, dict) and compare(result, result) is None:
@@ -292,7 +295,7 @@ def _what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox:
     run = run_plan(sandbox, RunSpec.of(
         make_plan("grade", plan_cells, limits, cells, calls, kept), scratch / "release",
         {**files, "probes.json": recorded / "probes.json"}, limits,
-        course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes"))
+        course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes", warm=True))
     passes = {}
     for k, got in run.outcomes(len(plan_cells), kept, limits).items():
         expected = torch.load(recorded / "probes" / f"{k}.expected.pt", weights_only=True)

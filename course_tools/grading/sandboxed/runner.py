@@ -101,6 +101,10 @@ def _shell():
     # Nobody sees a grading run's figures: draw them (the student's code runs as in Jupyter) but do
     # not render them to PNG when a cell shows them (a quarter of notebook 01's grading time).
     shell.display_formatter.active_types = ["text/plain"]
+    # A cell's error goes to the run's log as file, line and code, without IPython's default context
+    # and variable inspection, which reads the source of every frame (a notebook's instructor cells
+    # that need a redacted reference fail in every grading run).
+    shell.InteractiveTB.set_mode("Plain")
     return shell
 
 
