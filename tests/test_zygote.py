@@ -103,6 +103,17 @@ def _plan(code: str) -> Plan:
     )
 
 
+def test_without_a_zygote_a_run_is_a_sandbox_of_its_own(tmp_path, inputs):
+    """The fallback when a slot's zygote cannot start (every run of a batch asks for one): a new Python
+    in a new bubblewrap, confined as a fork of the zygote is."""
+    with Sandbox() as sandbox:
+        cold = run_plan(sandbox, RunSpec.of(_plan(LEAVE_TRACES), tmp_path / "cold", inputs, LIMITS))
+        assert not sandbox.zygotes, "a cold run started a zygote"
+    assert cold.failure is None and cold.steps[0]["ok"], (cold.failure, cold.steps, cold.log)
+    assert "WRITTEN /dev/shm/left-behind\n" in cold.log, "only /dev/shm and the scratch folder are writable"
+    assert "SYSV -1 -1 -1" in cold.log, "SysV IPC is refused"
+
+
 def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
     with Sandbox() as sandbox:
         first = run_plan(sandbox, RunSpec.of(_plan(LEAVE_TRACES), tmp_path / "first", inputs, LIMITS,
