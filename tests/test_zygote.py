@@ -107,7 +107,8 @@ def test_without_a_zygote_a_run_is_a_sandbox_of_its_own(tmp_path, inputs):
     """The fallback when a slot's zygote cannot start (every run of a batch asks for one): a new Python
     in a new bubblewrap, confined as a fork of the zygote is."""
     with Sandbox() as sandbox:
-        cold = run_plan(sandbox, RunSpec.of(_plan(LEAVE_TRACES), tmp_path / "cold", inputs, LIMITS))
+        cold = run_plan(sandbox, RunSpec.of(_plan(LEAVE_TRACES), tmp_path / "cold", inputs, LIMITS,
+                                           warm=False))
         assert not sandbox.zygotes, "a cold run started a zygote"
     assert cold.failure is None and cold.steps[0]["ok"], (cold.failure, cold.steps, cold.log)
     assert "WRITTEN /dev/shm/left-behind\n" in cold.log, "only /dev/shm and the scratch folder are writable"
@@ -116,13 +117,11 @@ def test_without_a_zygote_a_run_is_a_sandbox_of_its_own(tmp_path, inputs):
 
 def test_the_next_run_finds_nothing_the_previous_one_left(tmp_path, inputs):
     with Sandbox() as sandbox:
-        first = run_plan(sandbox, RunSpec.of(_plan(LEAVE_TRACES), tmp_path / "first", inputs, LIMITS,
-                                            warm=True))
+        first = run_plan(sandbox, RunSpec.of(_plan(LEAVE_TRACES), tmp_path / "first", inputs, LIMITS))
         assert first.failure is None and first.steps[0]["ok"], (first.failure, first.steps, first.log)
         assert "traces left" in first.log
         zygote = sandbox.zygotes[0]
-        second = run_plan(sandbox, RunSpec.of(_plan(LOOK_AROUND), tmp_path / "second", inputs, LIMITS,
-                                             warm=True))
+        second = run_plan(sandbox, RunSpec.of(_plan(LOOK_AROUND), tmp_path / "second", inputs, LIMITS))
         assert sandbox.zygotes[0] is zygote and zygote.alive(), "the second run did not reuse the warm zygote"
     assert second.failure is None and second.steps[0]["ok"], (second.failure, second.steps, second.log)
     seen = json.loads(second.log.split("SEEN ", 1)[1].splitlines()[0])
@@ -153,15 +152,14 @@ def test_a_run_that_breaks_a_limit_takes_the_zygote_with_it(tmp_path, inputs, ha
     with Sandbox() as sandbox:
         marker = secrets.token_hex(4)  # this test's own: the other parametrisation may run at the same time
         hung = run_plan(sandbox, RunSpec.of(_plan(HANG.format(hang=hang, marker=marker)), tmp_path / "hung",
-                                            inputs, Limits(cell_s=2.0, student_s=60.0), warm=True))
+                                            inputs, Limits(cell_s=2.0, student_s=60.0)))
         assert hung.steps[0]["ok"] is False and limit in hung.steps[0]["error"], hung.steps
         assert hung.attempts == 2, "the run was not started again past the step that hung"
         assert not [
             pid for pid in os.listdir("/proc") if pid.isdigit() and _cmdline(pid).count(f"hung-run-{marker}")
         ], "the process that hung outlived its run"
         assert sandbox.zygotes[0].alive()  # a new zygote: the one that ran the hung step was killed with it
-        after = run_plan(sandbox, RunSpec.of(_plan("print('fresh')"), tmp_path / "after", inputs, LIMITS,
-                                            warm=True))
+        after = run_plan(sandbox, RunSpec.of(_plan("print('fresh')"), tmp_path / "after", inputs, LIMITS))
     assert after.steps[0]["ok"] and "fresh" in after.log, (after.steps, after.log)
 
 
@@ -188,7 +186,7 @@ def test_one_zygote_serves_course_libs_that_differ_only_where_it_imported_nothin
     with Sandbox() as sandbox:
         for name in ("main", "cascade", "main", "machinery"):
             run = run_plan(sandbox, RunSpec.of(_plan(look), tmp_path / f"run-{len(seen)}", inputs, LIMITS,
-                                               warm=True, course_lib=copies[name]))
+                                               course_lib=copies[name]))
             assert run.steps[0]["ok"], (run.steps, run.log)
             seen[len(seen)] = (name, run.log.split("MARK ", 1)[1].split()[:2], sandbox.zygotes[0])
     assert [marks for _, marks, _ in seen.values()] == [

@@ -172,7 +172,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         return found
     with tempfile.TemporaryDirectory(prefix="reference-", dir=sandbox.scratch) as scratch:
         plan = make_plan("record", cells, limits, variants=[v for v in missing if v])
-        record = run_plan(sandbox, RunSpec.of(plan, Path(scratch) / "record", files, limits, warm=True))
+        record = run_plan(sandbox, RunSpec.of(plan, Path(scratch) / "record", files, limits))
         _solution_must_pass(assignment, cells, record)
         calls = json.loads((record.outbox / "probes.json").read_text())
         replayable = [k for k, call in enumerate(calls) if not call["unreplayable"]]
@@ -182,7 +182,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
         check = run_plan(sandbox, RunSpec.of(
             make_plan("check", check_cells, limits, cells, calls, replayable, sampled=[]),
             Path(scratch) / "check", replaying, limits, course_lib=redacted_for(assignment, cells, calls),
-            probe_inputs=record.outbox / "probes", warm=True))
+            probe_inputs=record.outbox / "probes"))
         _solution_must_pass(assignment, check_cells, check, kinds=("solution",))
         usable = {}
         for k, call in enumerate(calls):
@@ -206,8 +206,7 @@ def build_references(assignment: Assignment, cells: list[Cell], sandbox: Sandbox
             samples = run_plan(sandbox, RunSpec.of(
                 make_plan("grade", check_cells, limits, cells, calls, sampled, sampled=sampled),
                 Path(scratch) / "samples", replaying, limits,
-                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes",
-                warm=True))
+                course_lib=redacted_for(assignment, cells, calls), probe_inputs=record.outbox / "probes"))
             for k in sampled:
                 result = samples.result(k)
                 if isinstance(result, dict) and compare(result, result) is None:
@@ -295,7 +294,7 @@ def _what_the_release_passes(assignment: Assignment, cells: list[Cell], sandbox:
     run = run_plan(sandbox, RunSpec.of(
         make_plan("grade", plan_cells, limits, cells, calls, kept), scratch / "release",
         {**files, "probes.json": recorded / "probes.json"}, limits,
-        course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes", warm=True))
+        course_lib=redacted_for(assignment, cells, calls), probe_inputs=recorded / "probes"))
     passes = {}
     for k, got in run.outcomes(len(plan_cells), kept, limits).items():
         expected = torch.load(recorded / "probes" / f"{k}.expected.pt", weights_only=True)

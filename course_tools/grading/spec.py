@@ -31,7 +31,9 @@ class RunSpec:
     limits: Limits
     budget: Budget  # the student's time for all their runs, charged with this one's
     slot: int = 0  # the batch's sandbox slot (a root grader's runs drop to its user)
-    warm: bool = False  # in the slot's zygote (a fork of a runner that has imported torch)
+    # in the slot's zygote (a fork of a runner that has imported torch); False: a new Python, the fallback
+    # when no zygote starts
+    warm: bool = True
     course_lib: Path | None = None  # a redacted copy mounted over the installed package
     probe_inputs: Path | None = None  # the probes' pickled inputs, handed over by the channel
     # the steps to skip along with one that broke the process (a crashed test cell's other replays)

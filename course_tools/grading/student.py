@@ -265,7 +265,7 @@ def _run(context: Context, found: Answers, workdir: Path, replay: list[int], bud
     try:
         run = run_plan(context.sandbox, RunSpec.of(
             plan, workdir, {**context.files, "probes.json": context.reference.folder / "probes.json"},
-            context.limits, budget, slot=slot, warm=True, course_lib=course_lib,
+            context.limits, budget, slot=slot, course_lib=course_lib,
             probe_inputs=context.probe_inputs, related=context.related(len(cells), replay)))
     finally:
         context.slots.put(slot)
