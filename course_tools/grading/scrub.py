@@ -24,6 +24,8 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import torch
 
+from .sandboxed import tensor_pickle
+
 MAX_NUMBERS = 200_000  # values kept per side (hidden, visible): the first ones of each probe in turn
 PREFIX = 4  # significant digits from which a number counts as matching a hidden one
 SMALL_DIGITS = 4  # numbers with fewer significant digits are matched by value instead
@@ -55,6 +57,8 @@ class _State:
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == (tensor_pickle.__name__, tensor_pickle.rebuild.__name__):
+            return tensor_pickle.rebuild
         if module.split(".")[0] in SAFE_MODULES:
             return super().find_class(module, name)
         return _State

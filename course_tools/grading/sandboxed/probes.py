@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import pickle
 import random
 import types
 import weakref
@@ -36,6 +35,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import tensor_pickle
 from .plain import DEFAULT_TOLERANCE, describe_error, mutable, plain, same_state
 
 INITIAL = "initial"  # a test's checks of a module's parameters as built: (INITIAL, name) in a probe's checks
@@ -207,7 +207,7 @@ class Recorder:
             meta["unreplayable"] = "the object was not built by the test cell"
         own = args[1:] if kind != "call" else args
         try:
-            blob = pickle.dumps(
+            blob = tensor_pickle.dumps(
                 {
                     "args": own,
                     "kwargs": kwargs,
@@ -215,8 +215,7 @@ class Recorder:
                     "grad": torch.is_grad_enabled(),
                     "state": module_state(args[0]) if kind == "method" else None,
                     "stale_grads": stale_gradients(own),
-                },
-                protocol=4,
+                }
             )
         except Exception as error:  # lambdas, generators, tensors in a graph ...
             blob, meta["unreplayable"] = None, f"its arguments cannot be saved ({type(error).__name__})"

@@ -155,13 +155,14 @@ class Runner:
 
         from . import probes
         from . import replay as replaying
+        from . import tensor_pickle
         from .hidden_parts import hidden_calls, merge, reseed
 
         self.plan, self.outbox, self.channel = plan, outbox, channel
         self.events, self.pid = Events(outbox / EVENTS), os.getpid()
         self.forbid, self.resolve, self.sample_seeds = forbid, resolve_dotted, probes.SAMPLE_SEEDS
         self.replay, self.guard = replaying.replay, replaying.guard
-        self.save, self.BytesIO = torch.save, io.BytesIO
+        self.save, self.BytesIO, self.dumps = torch.save, io.BytesIO, tensor_pickle.dumps
         self.hidden_calls, self.merge, self.reseed = hidden_calls, merge, reseed
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         self.recorder = probes.Recorder() if plan.mode == "record" else None
@@ -246,8 +247,7 @@ class Runner:
                 recorder.variant, since = variant, len(recorder.calls)
                 result = self.shell.run_cell(source, store_history=False)
                 part = self.hidden_calls(recorder, variant, since, _error(result))
-                with open(path, "wb") as stream:
-                    pickle.dump(part, stream, protocol=4)
+                path.write_bytes(self.dumps(part))
 
             status = _in_fork(work)
             part = pickle.loads(path.read_bytes()) if status == 0 and path.is_file() else None
