@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import json
+import math
 import os
 import shutil
 import signal
@@ -1088,6 +1090,38 @@ def test_compare_reads_plain_results_only():
     assert "max abs error 0.5" in compare(same, other)
     assert "raised" in compare(same, {"error": "ValueError: no"})
     assert compare(same, None) and compare(same, {"return": plain(object())})
+
+
+EDGES = (0.0, -0.0, 1.0, 1.0 + 1e-6, 1.0 + 1e-4, -3.0, 1e300, math.inf, -math.inf, math.nan)
+
+
+def _accepted(want: float, have: float, atol: float, rtol: float) -> bool:
+    """The rule of the grader's elementwise comparison, written out for one pair of numbers."""
+    if math.isnan(have):
+        return math.isnan(want)
+    if math.isinf(want) and want == have:
+        return True
+    error = abs(have - want)
+    allowed = atol + rtol * (abs(want) if math.isfinite(want) else 0.0)  # inf * 0: nothing exceeds it
+    return not (math.inf if math.isnan(error) else error) > allowed
+
+
+@pytest.mark.parametrize("tolerance", [(1e-5, 1e-5), (0.0, 0.0), (math.inf, math.inf)])
+def test_numbers_and_tensors_are_accepted_by_one_rule(tolerance):
+    """A Python number is judged without building a tensor, and a tensor equal to the solution's by
+    one operation: the verdicts stay those of the elementwise rule, in every dtype."""
+    import torch
+
+    atol, rtol = tolerance
+    for want, have in itertools.product(EDGES, repeat=2):
+        verdict = _accepted(want, have, 2 * atol, 2 * rtol)  # a return value gets twice the tolerance
+        assert (compare({"return": want}, {"return": have}, tolerance) is None) == verdict, (want, have)
+        for dtype in (torch.float32, torch.float64):
+            pair = [plain(torch.tensor([value, 2.0], dtype=dtype)) for value in (want, have)]
+            rounded = [float(torch.tensor(value, dtype=dtype)) for value in (want, have)]
+            verdict = _accepted(*rounded, 2 * atol, 2 * rtol)
+            assert (compare({"return": pair[0]}, {"return": pair[1]}, tolerance) is None) == verdict, (
+                want, have, dtype)
 
 
 # ------------------------------------------------------------------- what a grade depends on ----

@@ -210,6 +210,8 @@ def _compare(want: Any, have: Any, name: str, atol: float, rtol: float, checked:
         if _number(have) is None or (type(want) is int and type(have) is not int):
             return _differ("type differs",
                            f"{name}: expected a Python number ({type(want).__name__}), got {_show(have)}")
+        if _close_numbers(float(want), _number(have), atol, rtol):
+            return None
         return _compare_tensors(torch.tensor(float(want), dtype=torch.float64),
                                 torch.tensor(_number(have), dtype=torch.float64), name, atol, rtol)
     if not isinstance(want, dict) or not isinstance(have, dict):
@@ -315,6 +317,8 @@ def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: fl
         want.is_floating_point() or want.is_complex())
     if exact and want.dtype != have.dtype:
         return _differ("dtype differs", f"{name}: expected dtype {want.dtype}, got dtype {have.dtype}")
+    if want.dtype == have.dtype and torch.equal(want, have):  # most answers: one operation, not twelve
+        return None
     want64, have64 = want.to(torch.float64), have.to(torch.float64)
     bad_nan = torch.isnan(have64) & ~torch.isnan(want64)
     if bad_nan.any():
@@ -334,6 +338,13 @@ def _compare_tensors(want: torch.Tensor, have: torch.Tensor, name: str, atol: fl
         "values differ", f"{name}: values differ: max abs error {error.max().item():.4g} at index {where} "
         f"(expected {want64[where].item():.6g}, got {have64[where].item():.6g}); "
         f"allowed atol={atol:g}, rtol={rtol:g}")
+
+
+def _close_numbers(want: float, have: float, atol: float, rtol: float) -> bool:
+    """Two finite (or equal) numbers within the tolerance: what :func:`_compare_tensors` accepts of
+    them, in Python arithmetic (a result holds thousands of numbers); anything else goes there."""
+    return want == have or (math.isfinite(want) and math.isfinite(have)
+                            and abs(have - want) <= atol + rtol * abs(want))
 
 
 def _first(messages: Iterator[Mismatch | None]) -> Mismatch | None:
