@@ -93,35 +93,60 @@ def host_pid(root: int, inside: int) -> int | None:
     return None
 
 
+def _stat(pid: int) -> tuple[int, float, int]:
+    """Process ``pid``'s parent, its CPU seconds with those of the children it reaped, and its resident
+    bytes, from one read of ``/proc/<pid>/stat`` (OSError: it has ended)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    # after the name: state, ppid, ... utime (12), stime, cutime, cstime ... rss (22)
+    return int(fields[1]), sum(int(f) for f in fields[11:15]) / TICK, int(fields[21]) * PAGE
+
+
 def _scan() -> dict[int, tuple[int, float, int]]:
-    """Every process: pid -> (its parent, its CPU seconds with those of the children it reaped, its
-    resident bytes), from one read of each ``/proc/<pid>/stat``."""
+    """Every process of the machine: pid -> :func:`_stat`."""
     found = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                with open(f"/proc/{entry.name}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                # after the name: state, ppid, ... utime (12), stime, cutime, cstime ... rss (22)
-                found[int(entry.name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]) / TICK,
-                                          int(fields[21]) * PAGE)
+                found[int(entry.name)] = _stat(int(entry.name))
             except (OSError, ValueError, IndexError):
                 continue
     return found
 
 
-def _processes(pid: int, scanned: dict | None = None) -> list[int]:
+# Each thread's children are listed in /proc/<pid>/task/<tid>/children where the kernel has
+# CONFIG_PROC_CHILDREN: walking down from the sandbox reads a few files, where scanning reads one per
+# process of the machine (a watched run measures its tree five times a second).
+CHILDREN_LISTED = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
+def _processes(pid: int) -> list[int]:
     """``pid`` and every process under it. In a PID namespace orphans are re-parented to its init,
     which is under bwrap, so a daemonised process stays in this tree."""
-    scanned = scanned if scanned is not None else _scan()
     children: dict[int, list[int]] = {}
-    for member, (parent, _, _) in scanned.items():
-        children.setdefault(parent, []).append(member)
+    if not CHILDREN_LISTED:
+        for member, (parent, _, _) in _scan().items():
+            children.setdefault(parent, []).append(member)
     found, queue = [], [pid]
     while queue:
         current = queue.pop()
         found.append(current)
-        queue += children.get(current, [])
+        queue += children.get(current, []) if not CHILDREN_LISTED else _children(current)
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        tasks = [task.name for task in os.scandir(f"/proc/{pid}/task")]
+    except OSError:  # it has ended
+        return []
+    found = []
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += [int(child) for child in listed.read().split()]
+        except OSError:  # this thread has ended
+            continue
     return found
 
 
@@ -129,12 +154,14 @@ def tree_usage(pid: int, skip: int | None = None) -> Usage:
     """The CPU seconds of the sandbox's process tree (each process's own and its reaped children's:
     the tree reaps every process of the sandbox, so the sum only grows), and the resident memory
     of its processes together (pages they share count in each of them), but ``skip``'s own."""
-    scanned = _scan()
     cpu, resident = 0.0, 0
-    for member in _processes(pid, scanned):
-        if member in scanned:
-            cpu += scanned[member][1]
-            resident += scanned[member][2] if member != skip else 0
+    for member in _processes(pid):
+        try:
+            _, seconds, size = _stat(member)
+        except (OSError, ValueError, IndexError):
+            continue
+        cpu += seconds
+        resident += size if member != skip else 0
     return Usage(cpu, resident)
 
 
