@@ -123,15 +123,19 @@ CHILDREN_LISTED = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/childr
 def _processes(pid: int) -> list[int]:
     """``pid`` and every process under it. In a PID namespace orphans are re-parented to its init,
     which is under bwrap, so a daemonised process stays in this tree."""
-    children: dict[int, list[int]] = {}
+    children_of = _children
     if not CHILDREN_LISTED:
+        scanned: dict[int, list[int]] = {}
         for member, (parent, _, _) in _scan().items():
-            children.setdefault(parent, []).append(member)
+            scanned.setdefault(parent, []).append(member)
+
+        def children_of(parent: int) -> list[int]:
+            return scanned.get(parent, [])
     found, queue = [], [pid]
     while queue:
         current = queue.pop()
         found.append(current)
-        queue += children.get(current, []) if not CHILDREN_LISTED else _children(current)
+        queue += children_of(current)
     return found
 
 
