@@ -19,8 +19,9 @@ it over the channel ``--channel-fd`` when the check starts, and the parent hands
 everything the student will read is final: every cell runs and every visible check replays first;
 then the runner asks the parent to seal the run (:data:`.protocol.SEAL`: the parent has the visible
 results as they are then, and takes none but the hidden checks' own results from then on), and only
-then do the hidden checks run, those of each test cell in a fork of their own from the state the
-notebook ended in, each asking for its input as its check starts. So nothing learnt from a hidden
+then do the hidden checks run, test cell after test cell in a fork from the state the notebook
+ended in (each cell's checks with the names bound as that cell saw them), each asking for its input
+as its check starts. So nothing learnt from a hidden
 input can reach a visible outcome, a cell's error or anything else a student reads. What an exercise
 forbids is blocked whenever its code runs: while its answer cell runs and while each of its checks
 replays.
@@ -191,8 +192,8 @@ class Runner:
                 self.replay_after(step)
         if self.deferred:
             self.channel.seal()
-            for group, names in self.deferred.values():
-                self.hidden_checks(group, names)
+            self.hidden_checks([(step, index, names) for group, names in self.deferred.values()
+                                for step, index in group])
         sys.stdout.flush()
         if recorder:
             self.merge(recorder, self.hidden_parts)
@@ -282,24 +283,28 @@ class Runner:
         if plan.mode == "check":
             self.send(PERTURBED, index, once(perturb=True))
 
-    def hidden_checks(self, group: list[tuple[int, int]], names: tuple[dict, dict]) -> None:
-        """The probes (step, index) of one test cell's hidden part in a fork of their own, one check
-        after the other, each input asked for only as its check starts: no process of the main run
-        ever holds a hidden input, and the forks cost one per test cell, not one per probe. The fork
-        first binds the notebook's names as they were where the test cell stood (``names``: the
-        namespace and the graded names then), so a global that a later cell rebinds is what the
-        student's code saw when that test ran. A fork that dies ends the check it was in (the parent
-        says how); the rest run in a new fork."""
+    def hidden_checks(self, checks: list[tuple[int, int, tuple[dict, dict]]]) -> None:
+        """The hidden probes (step, index, names), test cell after test cell, one check after the other
+        in a fork, each input asked for only as its check starts: no process of the main run ever
+        holds a hidden input. Before the first check of each test cell the fork binds the notebook's
+        names as they were where that cell stood (``names``: the namespace and the graded names then),
+        so a global that a later cell rebinds is what the student's code saw when that test ran. One
+        fork serves them all (a fork of a process that holds torch costs tens of milliseconds, more
+        than a toy notebook's checks); a fork that dies ends the check it was in (the parent says
+        how), and the rest run in a new fork."""
         events = self.events
-        while group:
+        while checks:
             reading, writing = os.pipe()  # the fork says which checks it finished, a probe at a time
 
             def each() -> None:
                 events.pid = os.getpid()  # this fork reports its own checks; a fork of the student's cannot
-                for now, then in zip((self.shell.user_ns, self.captured), names):
-                    now.clear()
-                    now.update(then)
-                for step, index in group:
+                bound = None
+                for step, index, names in checks:
+                    if names is not bound:
+                        for now, then in zip((self.shell.user_ns, self.captured), names):
+                            now.clear()
+                            now.update(then)
+                        bound = names
                     events.emit(step=step, start=True)
                     self.check(index)
                     events.emit(step=step, ok=True)
@@ -310,10 +315,10 @@ class Runner:
             with os.fdopen(reading, "rb") as finished:
                 done = {PROBE.unpack_from(chunk)[0] for chunk in iter(lambda: finished.read(PROBE.size), b"")
                         if len(chunk) == PROBE.size}
-            left = [(step, index) for step, index in group if index not in done]
+            left = [check for check in checks if check[1] not in done]
             if not left:
                 return
-            (step, _), group = left[0], left[1:]
+            (step, _, _), checks = left[0], left[1:]
             # exit status 0 with no result: the check ran and returned nothing, which grading says
             events.emit(step=step, ok=status == 0, **({"exit": status} if status else {}))
 
