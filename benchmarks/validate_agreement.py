@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 import tempfile
 import time
@@ -101,6 +102,9 @@ def cross_check(assignment, scratch: Path, jobs: int, only: int | None = None) -
         nbformat.write(notebook_with(assignment, defining({fixture.target: code}, names, solution)), path)
         submitted[fixture.student] = path
     started = time.perf_counter()
+    # One torch thread per kernel, as the grader's runs have: ``jobs`` kernels each with torch's own
+    # choice of threads oversubscribe the cores, and a timing cell (01's median_ms) then takes minutes.
+    os.environ["OMP_NUM_THREADS"] = "1"  # the pool's workers, and the kernels they start, inherit it
     with ProcessPoolExecutor(jobs) as pool:
         validated = dict(zip(submitted, pool.map(_validate, [scratch] * len(submitted), submitted.values())))
     validate_seconds = time.perf_counter() - started
