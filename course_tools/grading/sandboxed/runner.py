@@ -19,12 +19,11 @@ it over the channel ``--channel-fd`` when the check starts, and the parent hands
 everything the student will read is final: every cell runs and every visible check replays first;
 then the runner asks the parent to seal the run (:data:`.protocol.SEAL`: the parent has the visible
 results as they are then, and takes none but the hidden checks' own results from then on), and only
-then do the hidden checks run, test cell after test cell in a fork from the state the notebook
-ended in (each cell's checks with the names bound as that cell saw them), each asking for its input
-as its check starts. So nothing learnt from a hidden
-input can reach a visible outcome, a cell's error or anything else a student reads. What an exercise
-forbids is blocked whenever its code runs: while its answer cell runs and while each of its checks
-replays.
+then do the hidden checks run, test cell after test cell in a fork from the state the notebook ended
+in (each cell's checks with the names bound as that cell saw them), each asking for its input as its
+check starts. So nothing learnt from a hidden input can reach a visible outcome, a cell's error or
+anything else a student reads. What an exercise forbids is blocked whenever its code runs: while its
+answer cell runs and while each of its checks replays.
 """
 from __future__ import annotations
 
@@ -289,9 +288,9 @@ class Runner:
         holds a hidden input. Before the first check of each test cell the fork binds the notebook's
         names as they were where that cell stood (``names``: the namespace and the graded names then),
         so a global that a later cell rebinds is what the student's code saw when that test ran. One
-        fork serves them all (a fork of a process that holds torch costs tens of milliseconds, more
-        than a toy notebook's checks); a fork that dies ends the check it was in (the parent says
-        how), and the rest run in a new fork."""
+        fork serves them all, since forking a process that holds torch costs more than a small
+        notebook's checks; a fork that dies ends the check it was in (the parent says how), and the
+        rest run in a new fork."""
         events = self.events
         while checks:
             reading, writing = os.pipe()  # the fork says which checks it finished, a probe at a time
