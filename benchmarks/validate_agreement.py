@@ -104,9 +104,18 @@ def cross_check(assignment, scratch: Path, jobs: int, only: int | None = None) -
     started = time.perf_counter()
     # One torch thread per kernel, as the grader's runs have: ``jobs`` kernels each with torch's own
     # choice of threads oversubscribe the cores, and a timing cell (01's median_ms) then takes minutes.
-    os.environ["OMP_NUM_THREADS"] = "1"  # the pool's workers, and the kernels they start, inherit it
-    with ProcessPoolExecutor(jobs) as pool:
-        validated = dict(zip(submitted, pool.map(_validate, [scratch] * len(submitted), submitted.values())))
+    # The pool's workers, and the kernels they start, inherit it; the harness's later sections do not.
+    threads = os.environ.get("OMP_NUM_THREADS")
+    os.environ["OMP_NUM_THREADS"] = "1"
+    try:
+        with ProcessPoolExecutor(jobs) as pool:
+            validated = dict(zip(submitted, pool.map(_validate, [scratch] * len(submitted),
+                                                     submitted.values())))
+    finally:
+        if threads is None:
+            os.environ.pop("OMP_NUM_THREADS")
+        else:
+            os.environ["OMP_NUM_THREADS"] = threads
     validate_seconds = time.perf_counter() - started
     started = time.perf_counter()
     results = {
