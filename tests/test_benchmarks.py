@@ -277,3 +277,50 @@ def test_load_run_of_one_notebook_keeps_the_other_notebooks_entry(tmp_path, monk
     assert load.main(["--assignments", "05_transformer", "--output", str(output)]) == 0
     notebooks = json.loads(output.read_text())["notebooks"]
     assert notebooks["07_language_model"] == earlier_07 and notebooks["05_transformer"]["identical"] is True
+
+
+def test_language_model_benchmark_trains_the_preset_the_notebook_recorded(tmp_path, capsys):
+    """The seeds and the nanoGPT comparison train what the notebook's results say it trained, not a copy."""
+    from benchmarks import language_model
+
+    tiny_preset = {"model": dict(d_model=16, n_layers=1, n_heads=2, d_ff=32),
+                   "train": dict(steps=3, batch_size=2, context=16, warmup=1, eval_every=3, eval_batches=1)}
+    output = tmp_path / "07.json"
+    earlier = {"date": "earlier", "notebook": {"profile": "laptop", "preset": tiny_preset}}
+    output.write_text(json.dumps(earlier))
+    assert language_model.main(["--skip-notebook", "--budget", "0.2", "--slice", "0.1", "--output",
+                                str(output)]) == 0
+    report = json.loads(output.read_text())
+    assert set(report["seeds"]["valid_loss"]) == {str(s) for s in language_model.SPREAD_SEEDS}
+    ours = report["nanogpt_comparison"]["course laptop preset"]
+    assert ours["schedule_steps"] == 3 and ours["tokens"] == ours["steps"] * 2 * 16
+    assert report["notebook"]["preset"] == tiny_preset and report["carried_from"]["notebook"] == "earlier"
+
+    output.write_text(json.dumps({"notebook": {"profile": "laptop"}}))   # recorded before the preset was
+    with pytest.raises(SystemExit, match="no laptop preset recorded"):
+        language_model.main(["--skip-notebook", "--output", str(output)])
+
+
+@pytest.mark.parametrize("seeds, status", [({"1": 1.530, "2": 1.548}, table.MET),
+                                           ({"1": 1.530, "2": 1.562}, table.GAP), ({"1": 1.530}, table.GAP)])
+def test_kneser_ney_row_needs_every_seed_below_the_line(tmp_path, seeds, status):
+    kneser_ney = {"by_order": {"5": 1.608, "6": 1.561}}
+    _write(tmp_path, "07_language_model", {
+        "notebook": {"profile": "laptop", "valid_loss": 1.540, "baselines": {"kneser_ney": kneser_ney}},
+        "seeds": {"valid_loss": seeds}})
+    row = next(r for r in table.rows(tmp_path) if "Kneser–Ney line in each" in r.target)
+    assert row.status == status and "against 1.561" in row.measured and "standard error" in row.measured
+
+
+@pytest.mark.parametrize("lowest, with_dropout, status", [
+    ([2.92, 2.93, 2.94], [2.91, 2.92, 2.94], table.MET),    # climbed 0.3 each; dropout 0.3 lower each
+    ([3.20, 3.22, 3.25], [2.91, 2.92, 2.94], table.GAP),    # no climb: nothing overfit
+    ([2.92, 2.93, 2.94], [3.10, 3.30, 3.20], table.GAP),    # overfit, and dropout did not help
+])
+def test_dropout_row_needs_overfitting_and_an_effect_beyond_the_noise(tmp_path, lowest, with_dropout, status):
+    dropout = {"train_chars": 3000, "p": 0.2, "seeds": [0, 1, 2],
+               "valid_loss": {"0": [3.22, 3.23, 3.25], "0.2": with_dropout},
+               "lowest_valid_loss": {"0": lowest, "0.2": with_dropout}}
+    _write(tmp_path, "07_language_model", {"notebook": {"profile": "laptop", "dropout": dropout}})
+    row = next(r for r in table.rows(tmp_path) if "dropout lowers" in r.target)
+    assert row.status == status and "3,000 characters, 3 seeds" in row.measured
