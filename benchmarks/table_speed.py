@@ -101,6 +101,11 @@ def length_rows(folder: Path) -> list[Row]:
     rnn = report.get("attention_rnn_recorded") or {}
     if rnn.get("bleu_test_long") is not None:
         measured += f"; RNN with attention (recorded): test_long {rnn['bleu_test_long']:.1f}"
+    paired = report.get("rope_minus_sinusoidal")
+    if paired:
+        measured += (f"; RoPE − sinusoidal over {len(report['seeds'])} seeds (mean ± standard error): "
+                     + ", ".join(f"{key.removeprefix('bleu_')} {d['mean']:+.1f} ± {d['standard_error']:.1f}"
+                                 for key, d in paired.items()))
     return [measured_row("length", target, report, path, measured, None)]
 
 

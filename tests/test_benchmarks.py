@@ -207,8 +207,14 @@ def test_length_section_trains_both_position_schemes_and_reports_them(tmp_path):
     for variant in report["variants"].values():
         assert 0 < variant["updates"] <= report["hyperparameters"]["steps"]
         assert 0 <= variant["bleu_test_long"] <= 100 and 0 <= variant["bleu_test"] <= 100
+    runs = report["by_seed"]
+    assert set(runs["rope"]) == {str(seed) for seed in report["seeds"]} and len(report["seeds"]) >= 2
+    for key, paired in report["rope_minus_sinusoidal"].items():
+        differences = [runs["rope"][s][key] - runs["sinusoidal"][s][key] for s in runs["rope"]]
+        assert paired["by_seed"] == [round(d, 2) for d in differences]
     row = next(r for r in table.rows(tmp_path) if r.section == "length")
     assert "sinusoidal: test_long" in row.measured and "rope: test_long" in row.measured
+    assert "RoPE − sinusoidal over 2 seeds" in row.measured
     assert row.status == "smoke run, not a measurement"
 
 
