@@ -1,8 +1,8 @@
-"""Benchmark of notebook 07: the laptop target, and nanoGPT's CPU recipe at equal wall time.
+"""Benchmark of notebook 07: the laptop target, its seeds, and nanoGPT's CPU recipe at equal wall time.
 
-    python -m benchmarks.language_model                     # notebook (laptop) + the comparison
-    python -m benchmarks.language_model --skip-notebook     # the comparison only
-    python -m benchmarks.language_model --skip-comparison   # the notebook only
+    python -m benchmarks.language_model                     # notebook (laptop), seeds, comparison
+    python -m benchmarks.language_model --skip-notebook     # seeds and comparison, recorded preset
+    python -m benchmarks.language_model --skip-seeds --skip-comparison   # the notebook only
 
 A skipped section keeps what the results file already holds for it (``carried_from``: the date it was
 measured).
@@ -22,9 +22,10 @@ Sections of ``benchmarks/results/07_language_model.json``:
   both on the same validation characters, vocabulary, characters per token, updates), the IsoFLOP
   sweep of widths at one training budget (``scaling``: each width's weights, tokens and every seed's
   final loss, and the size Chinchilla's rule picks), and the memory and MFU of the run (``memory``);
-* ``seeds``: the notebook's laptop preset (the ``preset`` its results record) trained again with
-  seeds 1 and 2 (initial weights and batches; the notebook's run is seed 0), each run's final
-  validation loss as the notebook measures it, so the distance to the Kneser–Ney line has a spread;
+* ``seeds``: the notebook's preset (the ``preset`` its results record for the profile it ran in)
+  trained again with seeds 1 and 2 (initial weights and batches; the notebook's run is seed 0),
+  each run's final validation loss as the notebook measures it, so the distance to the Kneser–Ney
+  line has a spread;
 * ``nanogpt_comparison``: nanoGPT's CPU recipe for shakespeare-char (GPT-2 style: LayerNorm,
   GELU MLP, learned positions, no biases as in its config; 4 layers, 4 heads, d 128, context 64,
   batch 12, lr 1e-3 → 1e-4 over 2000 steps, warm-up 100, AdamW β2 0.99, clip 1) against the
@@ -55,7 +56,7 @@ GPU_TARGET, GPU_TRAIN_MINUTES = 1.45, 3.0  # nats per character within these tra
 # generation with the cache against recomputation, one training window (127 new tokens), laptop
 KV_CACHE_SPEEDUP = 2.0  # the fastest of the notebook's alternating rounds, each way, on one thread
 BUDGET_MINUTES = 10.0  # a whole laptop notebook on 2 idle CPU cores (every other notebook: 5)
-SPREAD_SEEDS = (1, 2)  # the laptop preset again, besides the notebook's seed 0
+SPREAD_SEEDS = (1, 2)  # the notebook's preset again, besides its own seed 0
 
 
 def _contender(cfg, train, betas, train_ids, seed=0):
@@ -81,17 +82,18 @@ def _contender(cfg, train, betas, train_ids, seed=0):
 
 
 @dataclass(frozen=True)
-class LaptopPreset:
-    """The notebook's laptop model and training, as its results record them (``preset``)."""
+class NotebookPreset:
+    """The model and training of the profile the notebook ran in, as its results record them
+    (``preset``)."""
 
     model: dict  # GPTConfig's fields but vocab_size and max_len
     train: dict  # LMTrainConfig's fields
 
     @classmethod
-    def from_results(cls, notebook: dict) -> "LaptopPreset":
+    def from_results(cls, notebook: dict) -> "NotebookPreset":
         preset = notebook.get("preset")
-        if not preset or notebook.get("profile", "laptop") != "laptop":
-            raise SystemExit("no laptop preset recorded: run the notebook section first "
+        if not preset:
+            raise SystemExit("no preset recorded: run the notebook section first "
                              "(python -m benchmarks.language_model --skip-comparison --skip-seeds)")
         return cls(model=preset["model"], train=preset["train"])
 
@@ -115,17 +117,18 @@ def _character_data():
     return vocab.encode(corpus.train), vocab.encode(corpus.valid), len(vocab)
 
 
-def seed_spread(preset: LaptopPreset, seeds: tuple[int, ...]) -> dict:
+def seed_spread(preset: NotebookPreset, seeds: tuple[int, ...]) -> dict:
     """The preset trained once per seed, as the notebook trains it with seed 0: final validation loss."""
     from course_lib import seed_everything
     from course_lib.gpt import GPT
     from course_lib.lm_train import train_lm
+    from course_lib.train import pick_device
 
     train_ids, valid_ids, V = _character_data()
     losses = {}
     for seed in seeds:
         seed_everything(seed)                                  # the initial weights
-        model = GPT(preset.model_config(V))
+        model = GPT(preset.model_config(V)).to(pick_device())
         history = train_lm(model, train_ids, valid_ids, preset.train_config(seed=seed),
                            progress=False)                     # the batches
         losses[str(seed)] = round(history.valid_loss[-1], 4)
@@ -133,7 +136,7 @@ def seed_spread(preset: LaptopPreset, seeds: tuple[int, ...]) -> dict:
     return {"valid_loss": losses}
 
 
-def compare(budget_s: float, slice_s: float, preset: LaptopPreset) -> dict:
+def compare(budget_s: float, slice_s: float, preset: NotebookPreset) -> dict:
     from course_lib.gpt import GPTConfig
     from course_lib.lm_train import LMTrainConfig, estimate_loss
 
@@ -234,7 +237,7 @@ def main(argv=None) -> int:
         print(f"notebook {args.profile}: {minutes:.2f} min, validation loss {results.get('valid_loss')}")
     earlier = _earlier_report(args.output)
     if not (args.skip_seeds and args.skip_comparison):
-        preset = LaptopPreset.from_results(report.get("notebook") or earlier.get("notebook") or {})
+        preset = NotebookPreset.from_results(report.get("notebook") or earlier.get("notebook") or {})
     if not args.skip_seeds:
         report["seeds"] = seed_spread(preset, SPREAD_SEEDS)
     if not args.skip_comparison:

@@ -246,7 +246,7 @@ SECTIONS: dict[str, Section] = {
     "quality": Section(
         quality, False, "time to quality: notebooks 01, 02, 05, 06 and 07 run top to bottom in "
         "every profile this machine has: minutes, BLEU on test and test_long, 07's validation loss "
-        "against nanoGPT's CPU recipe (40 minutes per profile)"),
+        "in three seeds and against nanoGPT's CPU recipe (about 50 minutes per profile)"),
     "load": Section(
         load, False, "notebooks 05 and 07 (laptop) run idle and then beside two CPU-bound processes: "
         "the same BLEU (±0.5) and nats/char (±0.02), the times and load averages of both "
