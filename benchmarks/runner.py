@@ -278,8 +278,8 @@ SECTIONS: dict[str, Section] = {
         "included (benchmarks/report_speed.py; about a minute)"),
     "length": Section(
         length, False, "the Transformer on test_long (sentences longer than any in training): "
-        "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe, against the RNN "
-        "with attention (benchmarks/length_generalisation.py; about 7 minutes)"),
+        "sinusoidal positions vs RoPE, each with notebook 05's full laptop recipe and three seeds, "
+        "against the RNN with attention (benchmarks/length_generalisation.py; about 20 minutes)"),
     "ci": Section(ci, False, "wall time of the README's test command (--ci-command, default `make test`)"),
     "gpu": Section(
         gpu, True, "with CUDA: the gpu-profile base model's tokens/s, MFU, BLEU and minutes; "
