@@ -5,8 +5,9 @@
 
 Executes ``solutions/04_positional_encoding/04_positional_encoding.ipynb`` top to bottom (see
 ``benchmarks/_notebook_run.py``), measures the wall time, reads the results the notebook recorded
-(none / sinusoidal / learned / RoPE on copy-with-offset: learning curves, accuracy by length and
-on positions never seen in training) and writes them, with the machine they came from, to
+(none / sinusoidal / learned / RoPE on copy-with-offset, each trained with every seed of the
+profile: the first seed's learning curves, accuracy by length and on positions never seen in
+training, as means over the seeds and seed by seed) and writes them, with the machine they came from, to
 ``benchmarks/results/04_positional_encoding.json``.
 """
 from __future__ import annotations
@@ -21,9 +22,10 @@ from benchmarks._notebook_run import machine, run_notebook, write_report
 ROOT = Path(__file__).resolve().parents[1]
 
 ASSIGNMENT = "04_positional_encoding"
-RECORDED = ("headline", "accuracy_trained_length", "accuracy_positions_seen", "accuracy_positions_unseen",
-            "accuracy_by_length", "learning_curves", "updates", "train_seconds", "parameters", "task",
-            "hyperparameters")
+RECORDED = ("headline", "seeds", "accuracy_trained_length", "accuracy_positions_seen",
+            "accuracy_positions_unseen", "accuracy_positions_seen_by_seed",
+            "accuracy_positions_unseen_by_seed", "accuracy_by_length", "learning_curves", "updates",
+            "train_seconds", "parameters", "task", "hyperparameters")
 
 
 def run(profile: str = "laptop", output: Path | None = None, timeout: int = 1800,
