@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -74,10 +75,8 @@ def run(profile: str = "laptop", positionals: tuple[str, ...] = POSITIONALS) -> 
 def paired_difference(runs: dict, baseline: dict, key: str) -> dict:
     """``runs[seed][key] - baseline[seed][key]`` seed by seed, their mean and its standard error."""
     differences = [runs[seed][key] - baseline[seed][key] for seed in runs]
-    mean = sum(differences) / len(differences)
-    spread = sum((d - mean) ** 2 for d in differences) / max(1, len(differences) - 1)
-    return {"by_seed": [round(d, 2) for d in differences], "mean": round(mean, 2),
-            "standard_error": round((spread / len(differences)) ** 0.5, 2)}
+    return {"by_seed": [round(d, 2) for d in differences], "mean": round(statistics.fmean(differences), 2),
+            "standard_error": round(statistics.stdev(differences) / len(differences) ** 0.5, 2)}
 
 
 def main(argv: list[str] | None = None) -> int:

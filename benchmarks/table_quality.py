@@ -3,6 +3,7 @@ course's targets, per profile, from the notebook benchmarks' result files.
 """
 from __future__ import annotations
 
+import statistics
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -84,8 +85,7 @@ def _below_kneser_ney(flat: dict) -> tuple[str, bool]:
 
 def _mean_and_error(values: list[float]) -> tuple[float, float]:
     """The mean and its standard error (sample standard deviation over the square root of n)."""
-    mean = sum(values) / len(values)
-    return mean, (sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values)) ** 0.5
+    return statistics.fmean(values), statistics.stdev(values) / len(values) ** 0.5
 
 
 def _kneser_ney_across_seeds(flat: dict) -> tuple[str, bool]:
